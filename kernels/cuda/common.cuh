@@ -1,0 +1,74 @@
+// What every kernel file needs: error checking with file and line, the trace
+// hooks, and small device helpers. Include from .cu files only.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "schedule/trace_record.hpp"
+
+namespace wb {
+
+struct CudaError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline void cuda_check(cudaError_t err, const char* expr, const char* file, int line) {
+  if (err != cudaSuccess) {
+    throw CudaError(std::string("CUDA error ") + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ") at " +
+                    file + ":" + std::to_string(line) + " in " + expr);
+  }
+}
+
+// Throws wb::CudaError naming the call, file and line.
+#define CUDA_CHECK(expr) ::wb::cuda_check((expr), #expr, __FILE__, __LINE__)
+// After a launch: launch-configuration errors surface here.
+#define CUDA_CHECK_LAUNCH() ::wb::cuda_check(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+
+// ---------------------------------------------------------------- trace hooks
+// Tracing is a kernel argument: a null pointer means off, and the cost is one
+// uniform branch per block. Use:
+//   const uint64_t t0 = trace_start(trace);
+//   ... the block's work ...
+//   trace_end(trace, unit, tile_m, tile_n, k_begin, k_end, t0);   // every thread calls it
+
+__device__ __forceinline__ uint64_t global_timer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ uint32_t sm_id() {
+  uint32_t id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
+__device__ __forceinline__ uint64_t trace_start(const TraceRecord* trace) {
+  return trace ? global_timer_ns() : 0;
+}
+
+// Every thread of the block must call this (it waits for the whole block).
+__device__ __forceinline__ void trace_end(TraceRecord* trace, int unit, int tile_m, int tile_n, int k_begin, int k_end,
+                                          uint64_t start_ns) {
+  if (trace == nullptr) return;
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    TraceRecord r;
+    r.tile_m = tile_m;
+    r.tile_n = tile_n;
+    r.k_begin = k_begin;
+    r.k_end = k_end;
+    r.sm = int32_t(sm_id());
+    r.unit = unit;
+    r.start_ns = start_ns;
+    r.end_ns = global_timer_ns();
+    trace[unit] = r;
+  }
+}
+
+}  // namespace wb

@@ -1,0 +1,37 @@
+// Wave quantization: a grid of work units runs in waves of (SMs x resident
+// blocks per SM). A last wave that is only partly full leaves SMs idle; the
+// split-K paper (arXiv 2402.00025) cuts K to fill them.
+#pragma once
+
+#include <cstdint>
+
+namespace wb {
+
+struct WaveInput {
+  int64_t tiles = 1;        // output tiles
+  int split_k = 1;          // work units per tile along K
+  int sms = 1;              // streaming multiprocessors
+  int blocks_per_sm = 1;    // resident blocks per SM (occupancy)
+};
+
+struct WaveResult {
+  int64_t units = 0;              // tiles x split_k
+  int64_t slots = 0;              // sms x blocks_per_sm
+  int64_t waves = 0;              // ceil(units / slots)
+  int64_t last_wave_units = 0;    // units in the last wave
+  double last_wave_utilization = 0;  // last_wave_units / slots
+  double efficiency = 0;          // units / (waves x slots)
+};
+
+inline WaveResult wave_quantization(const WaveInput& in) {
+  WaveResult r;
+  r.units = in.tiles * (in.split_k > 0 ? in.split_k : 1);
+  r.slots = int64_t(in.sms > 0 ? in.sms : 1) * (in.blocks_per_sm > 0 ? in.blocks_per_sm : 1);
+  r.waves = (r.units + r.slots - 1) / r.slots;
+  r.last_wave_units = r.units - (r.waves - 1) * r.slots;
+  r.last_wave_utilization = r.waves ? double(r.last_wave_units) / double(r.slots) : 0.0;
+  r.efficiency = r.waves ? double(r.units) / double(r.waves * r.slots) : 0.0;
+  return r;
+}
+
+}  // namespace wb

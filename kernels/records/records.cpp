@@ -1,0 +1,481 @@
+#include "records/records.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <numeric>
+#include <queue>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+namespace wb {
+
+using nlohmann::json;
+
+namespace {
+
+// ---- reading helpers: every missing or mistyped field is a RecordError ----
+
+const json& field(const json& j, const char* key, const std::string& where) {
+  if (!j.is_object()) throw RecordError(where + ": expected an object");
+  auto it = j.find(key);
+  if (it == j.end()) throw RecordError(where + ": missing field '" + key + "'");
+  return *it;
+}
+
+std::string get_string(const json& j, const char* key, const std::string& where) {
+  const json& v = field(j, key, where);
+  if (!v.is_string()) throw RecordError(where + "." + key + ": expected a string");
+  return v.get<std::string>();
+}
+
+double get_number(const json& j, const char* key, const std::string& where) {
+  const json& v = field(j, key, where);
+  if (!v.is_number()) throw RecordError(where + "." + key + ": expected a number");
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) throw RecordError(where + "." + key + ": not a finite number");
+  return d;
+}
+
+int64_t get_int(const json& j, const char* key, const std::string& where) {
+  const json& v = field(j, key, where);
+  if (!v.is_number_integer()) throw RecordError(where + "." + key + ": expected an integer");
+  return v.get<int64_t>();
+}
+
+int64_t get_nonneg(const json& j, const char* key, const std::string& where) {
+  const int64_t v = get_int(j, key, where);
+  if (v < 0) throw RecordError(where + "." + key + ": must not be negative");
+  return v;
+}
+
+bool get_bool(const json& j, const char* key, const std::string& where) {
+  const json& v = field(j, key, where);
+  if (!v.is_boolean()) throw RecordError(where + "." + key + ": expected true or false");
+  return v.get<bool>();
+}
+
+json parse(const std::string& text, const char* what) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw RecordError(std::string(what) + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+void check_schema(const json& j, const char* schema, const char* what) {
+  if (!j.is_object()) throw RecordError(std::string(what) + ": expected a JSON object at the top");
+  const std::string s = get_string(j, "schema", what);
+  if (s != schema) throw RecordError(std::string(what) + ": schema is '" + s + "', expected '" + schema + "'");
+  const int64_t v = get_int(j, "version", what);
+  if (v != kRecordsVersion)
+    throw RecordError(std::string(what) + ": version " + std::to_string(v) + " is not supported (expected " +
+                      std::to_string(kRecordsVersion) + ")");
+}
+
+// ---- header (shared by results and traces) ----
+
+json gpu_to_json(const GpuInfo& g) {
+  return json{{"name", g.name},
+              {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)},
+              {"cc_major", g.cc_major},
+              {"cc_minor", g.cc_minor},
+              {"sm_count", g.sm_count},
+              {"l2_bytes", g.l2_bytes},
+              {"memory_bytes", g.memory_bytes},
+              {"sm_clock_khz", g.sm_clock_khz},
+              {"mem_clock_khz", g.mem_clock_khz},
+              {"mem_bus_bits", g.mem_bus_bits},
+              {"max_smem_per_block", g.max_smem_per_block}};
+}
+
+GpuInfo gpu_from_json(const json& j) {
+  const std::string w = "gpu";
+  GpuInfo g;
+  g.name = get_string(j, "name", w);
+  g.cc_major = int(get_nonneg(j, "cc_major", w));
+  g.cc_minor = int(get_nonneg(j, "cc_minor", w));
+  g.sm_count = int(get_nonneg(j, "sm_count", w));
+  if (g.sm_count < 1) throw RecordError("gpu.sm_count: must be at least 1");
+  g.l2_bytes = get_nonneg(j, "l2_bytes", w);
+  g.memory_bytes = get_nonneg(j, "memory_bytes", w);
+  g.sm_clock_khz = int(get_nonneg(j, "sm_clock_khz", w));
+  g.mem_clock_khz = int(get_nonneg(j, "mem_clock_khz", w));
+  g.mem_bus_bits = int(get_nonneg(j, "mem_bus_bits", w));
+  g.max_smem_per_block = int(get_nonneg(j, "max_smem_per_block", w));
+  return g;
+}
+
+void header_to_json(const RunHeader& h, json& j) {
+  j["date"] = h.date;
+  j["commit"] = h.commit;
+  j["versions"] = json{{"driver", h.versions.driver}, {"cuda_runtime", h.versions.runtime}, {"cublas", h.versions.cublas}};
+  j["gpu"] = gpu_to_json(h.gpu);
+  j["lesson"] = h.lesson;
+  json shape{{"m", h.m}, {"n", h.n}, {"k", h.k}};
+  for (const auto& [key, value] : h.shape_extra) shape[key] = value;
+  j["shape"] = shape;
+  j["dtype"] = h.dtype;
+}
+
+RunHeader header_from_json(const json& j, const char* what) {
+  RunHeader h;
+  h.date = get_string(j, "date", what);
+  h.commit = get_string(j, "commit", what);
+  const json& v = field(j, "versions", what);
+  h.versions.driver = get_string(v, "driver", "versions");
+  h.versions.runtime = get_string(v, "cuda_runtime", "versions");
+  h.versions.cublas = get_string(v, "cublas", "versions");
+  h.gpu = gpu_from_json(field(j, "gpu", what));
+  h.lesson = get_string(j, "lesson", what);
+  const json& s = field(j, "shape", what);
+  h.m = get_int(s, "m", "shape");
+  h.n = get_int(s, "n", "shape");
+  h.k = get_int(s, "k", "shape");
+  if (h.m < 1 || h.n < 1 || h.k < 1) throw RecordError("shape: m, n and k must be at least 1");
+  for (auto it = s.begin(); it != s.end(); ++it) {
+    if (it.key() == "m" || it.key() == "n" || it.key() == "k") continue;
+    if (!it.value().is_number()) throw RecordError("shape." + it.key() + ": expected a number");
+    h.shape_extra[it.key()] = it.value().get<double>();
+  }
+  h.dtype = get_string(j, "dtype", what);
+  return h;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- results
+
+std::string results_to_json(const Results& r) {
+  json j;
+  j["schema"] = kResultsSchema;
+  j["version"] = kRecordsVersion;
+  j["units"] = json{{"time", "ms"}, {"rate", "TFLOP/s"}, {"bandwidth", "GB/s"}, {"flops", "flop"}, {"bytes", "byte"}};
+  header_to_json(r.header, j);
+  j["timing"] = json{{"rounds", r.timing.rounds},
+                     {"reps_per_round", r.timing.reps_per_round},
+                     {"warmup", r.timing.warmup},
+                     {"l2_flush_bytes", r.timing.l2_flush_bytes},
+                     {"statistic", "median of all timed runs; vs_cublas is the median over rounds of "
+                                   "(cuBLAS round median / variant round median)"}};
+  json vs = json::array();
+  for (const VariantResult& v : r.variants) {
+    json e{{"name", v.name}, {"what", v.what}, {"reference", v.reference}, {"skipped", v.skipped}};
+    if (v.skipped) {
+      e["skip_reason"] = v.skip_reason;
+    } else {
+      e.update(json{{"median_ms", v.median_ms},
+                    {"min_ms", v.min_ms},
+                    {"max_ms", v.max_ms},
+                    {"samples", v.samples},
+                    {"flops", v.flops},
+                    {"bytes", v.bytes},
+                    {"tflops", v.tflops},
+                    {"gbps", v.gbps},
+                    {"rel_err", v.rel_err},
+                    {"rel_err_fp64", v.rel_err_fp64},
+                    {"max_abs_err", v.max_abs_err},
+                    {"checked", v.checked},
+                    {"passed", v.passed},
+                    {"vs_cublas", v.vs_cublas}});
+    }
+    vs.push_back(std::move(e));
+  }
+  j["variants"] = vs;
+  return j.dump(2) + "\n";
+}
+
+Results results_from_json(const std::string& text) {
+  const json j = parse(text, "results");
+  check_schema(j, kResultsSchema, "results");
+  Results r;
+  r.header = header_from_json(j, "results");
+  const json& t = field(j, "timing", "results");
+  r.timing.rounds = int(get_nonneg(t, "rounds", "timing"));
+  r.timing.reps_per_round = int(get_nonneg(t, "reps_per_round", "timing"));
+  r.timing.warmup = int(get_nonneg(t, "warmup", "timing"));
+  r.timing.l2_flush_bytes = get_nonneg(t, "l2_flush_bytes", "timing");
+  const json& vs = field(j, "variants", "results");
+  if (!vs.is_array()) throw RecordError("results.variants: expected an array");
+  for (size_t i = 0; i < vs.size(); ++i) {
+    const std::string w = "variants[" + std::to_string(i) + "]";
+    const json& e = vs[i];
+    VariantResult v;
+    v.name = get_string(e, "name", w);
+    if (v.name.empty()) throw RecordError(w + ".name: empty");
+    v.what = get_string(e, "what", w);
+    v.reference = get_bool(e, "reference", w);
+    v.skipped = get_bool(e, "skipped", w);
+    if (v.skipped) {
+      v.skip_reason = get_string(e, "skip_reason", w);
+    } else {
+      v.median_ms = get_number(e, "median_ms", w);
+      v.min_ms = get_number(e, "min_ms", w);
+      v.max_ms = get_number(e, "max_ms", w);
+      if (!(v.median_ms > 0) || v.min_ms > v.median_ms || v.max_ms < v.median_ms)
+        throw RecordError(w + ": times must satisfy 0 < min_ms <= median_ms <= max_ms");
+      v.samples = int(get_nonneg(e, "samples", w));
+      v.flops = get_number(e, "flops", w);
+      v.bytes = get_number(e, "bytes", w);
+      v.tflops = get_number(e, "tflops", w);
+      v.gbps = get_number(e, "gbps", w);
+      v.rel_err = get_number(e, "rel_err", w);
+      v.rel_err_fp64 = get_number(e, "rel_err_fp64", w);
+      v.max_abs_err = get_number(e, "max_abs_err", w);
+      v.checked = get_bool(e, "checked", w);
+      v.passed = get_bool(e, "passed", w);
+      v.vs_cublas = get_number(e, "vs_cublas", w);
+    }
+    r.variants.push_back(std::move(v));
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------- traces
+
+std::string trace_to_json(const Trace& t) {
+  json j;
+  j["schema"] = kTraceSchema;
+  j["version"] = kRecordsVersion;
+  header_to_json(t.header, j);
+  j["variant"] = t.variant;
+  const KernelConfig& c = t.kernel;
+  j["kernel"] = json{{"block_m", c.block_m},         {"block_n", c.block_n},   {"block_k", c.block_k},
+                     {"threads", c.threads},         {"stages", c.stages},     {"order", c.order},
+                     {"group_m", c.group_m},         {"split_k", c.split_k},   {"tiles_m", c.tiles_m},
+                     {"tiles_n", c.tiles_n},         {"grid_blocks", c.grid_blocks},
+                     {"work_units", c.work_units},   {"blocks_per_sm", c.blocks_per_sm},
+                     {"smem_bytes", c.smem_bytes},   {"persistent", c.persistent}};
+  j["timing"] = json{{"median_ms", t.median_ms}, {"traced_ms", t.traced_ms}, {"time_origin_ns", t.time_origin_ns}};
+  j["record_fields"] = json::array({"tile_m", "tile_n", "k_begin", "k_end", "sm", "unit", "start_ns", "end_ns"});
+  // One record per line keeps a 65,536-record trace readable and diffable.
+  std::string out = j.dump(2);
+  out.erase(out.find_last_of('}'));
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  out += ",\n  \"records\": [";
+  char line[256];
+  for (size_t i = 0; i < t.records.size(); ++i) {
+    const TraceRecord& r = t.records[i];
+    std::snprintf(line, sizeof line, "%s\n    [%d,%d,%d,%d,%d,%d,%llu,%llu]", i ? "," : "", r.tile_m, r.tile_n,
+                  r.k_begin, r.k_end, r.sm, r.unit, static_cast<unsigned long long>(r.start_ns),
+                  static_cast<unsigned long long>(r.end_ns));
+    out += line;
+  }
+  out += "\n  ]\n}\n";
+  return out;
+}
+
+Trace trace_from_json(const std::string& text) {
+  const json j = parse(text, "trace");
+  check_schema(j, kTraceSchema, "trace");
+  Trace t;
+  t.header = header_from_json(j, "trace");
+  t.variant = get_string(j, "variant", "trace");
+  const json& c = field(j, "kernel", "trace");
+  const std::string w = "kernel";
+  KernelConfig& k = t.kernel;
+  k.block_m = int(get_nonneg(c, "block_m", w));
+  k.block_n = int(get_nonneg(c, "block_n", w));
+  k.block_k = int(get_nonneg(c, "block_k", w));
+  k.threads = int(get_nonneg(c, "threads", w));
+  k.stages = int(get_nonneg(c, "stages", w));
+  k.order = get_string(c, "order", w);
+  k.group_m = int(get_nonneg(c, "group_m", w));
+  k.split_k = int(get_nonneg(c, "split_k", w));
+  k.tiles_m = int(get_nonneg(c, "tiles_m", w));
+  k.tiles_n = int(get_nonneg(c, "tiles_n", w));
+  k.grid_blocks = get_nonneg(c, "grid_blocks", w);
+  k.work_units = get_nonneg(c, "work_units", w);
+  k.blocks_per_sm = int(get_nonneg(c, "blocks_per_sm", w));
+  k.smem_bytes = int(get_nonneg(c, "smem_bytes", w));
+  k.persistent = get_bool(c, "persistent", w);
+  if (k.tiles_m < 1 || k.tiles_n < 1) throw RecordError("kernel: tiles_m and tiles_n must be at least 1");
+  const json& tm = field(j, "timing", "trace");
+  t.median_ms = get_number(tm, "median_ms", "timing");
+  t.traced_ms = get_number(tm, "traced_ms", "timing");
+  t.time_origin_ns = uint64_t(get_nonneg(tm, "time_origin_ns", "timing"));
+  const json& recs = field(j, "records", "trace");
+  if (!recs.is_array()) throw RecordError("trace.records: expected an array");
+  t.records.reserve(recs.size());
+  for (size_t i = 0; i < recs.size(); ++i) {
+    const json& e = recs[i];
+    const std::string where = "trace.records[" + std::to_string(i) + "]";
+    if (!e.is_array() || e.size() != 8) throw RecordError(where + ": expected an array of 8 integers");
+    int64_t v[8];
+    for (int f = 0; f < 8; ++f) {
+      if (!e[f].is_number_integer()) throw RecordError(where + ": expected an array of 8 integers");
+      v[f] = e[f].get<int64_t>();
+      if (v[f] < 0) throw RecordError(where + ": negative value");
+    }
+    TraceRecord r{int32_t(v[0]), int32_t(v[1]), int32_t(v[2]), int32_t(v[3]), int32_t(v[4]), int32_t(v[5]),
+                  uint64_t(v[6]), uint64_t(v[7])};
+    if (r.tile_m >= k.tiles_m || r.tile_n >= k.tiles_n)
+      throw RecordError(where + ": tile outside the kernel's tiles_m x tiles_n grid");
+    if (r.k_end < r.k_begin) throw RecordError(where + ": k_end before k_begin");
+    if (r.sm >= t.header.gpu.sm_count) throw RecordError(where + ": SM id not below the GPU's SM count");
+    if (r.end_ns < r.start_ns) throw RecordError(where + ": end before start");
+    t.records.push_back(r);
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------- files
+
+void write_text_file_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw RecordError("cannot write '" + path + "': " + std::strerror(errno));
+    f << text;
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      throw RecordError("cannot write '" + path + "': write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    throw RecordError("cannot write '" + path + "': " + why);
+  }
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw RecordError("cannot read '" + path + "': " + std::strerror(errno));
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+void write_results(const std::string& path, const Results& r) { write_text_file_atomic(path, results_to_json(r)); }
+
+Results read_results(const std::string& path) {
+  try {
+    return results_from_json(read_text_file(path));
+  } catch (const RecordError& e) {
+    throw RecordError(path + ": " + e.what());
+  }
+}
+
+void write_trace(const std::string& path, const Trace& t) { write_text_file_atomic(path, trace_to_json(t)); }
+
+Trace read_trace(const std::string& path) {
+  try {
+    return trace_from_json(read_text_file(path));
+  } catch (const RecordError& e) {
+    throw RecordError(path + ": " + e.what());
+  }
+}
+
+bool output_path_writable(const std::string& path, std::string* why) {
+  if (path.empty()) {
+    if (why) *why = "empty path";
+    return false;
+  }
+  const std::string probe = path + ".tmp." + std::to_string(::getpid());
+  std::FILE* f = std::fopen(probe.c_str(), "wb");
+  if (!f) {
+    if (why) *why = std::strerror(errno);
+    return false;
+  }
+  std::fclose(f);
+  std::remove(probe.c_str());
+  return true;
+}
+
+// ---------------------------------------------------------------- chrome trace
+
+std::vector<int> assign_resident_slots(const std::vector<TraceRecord>& records) {
+  std::vector<int> slot(records.size(), 0);
+  std::map<int, std::vector<size_t>> by_sm;
+  for (size_t i = 0; i < records.size(); ++i) by_sm[records[i].sm].push_back(i);
+  for (auto& [sm, idx] : by_sm) {
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+      return records[a].start_ns != records[b].start_ns ? records[a].start_ns < records[b].start_ns : a < b;
+    });
+    // Interval partitioning: reuse the free slot with the lowest number.
+    std::vector<uint64_t> slot_end;  // end time of each slot's last block
+    for (size_t i : idx) {
+      int chosen = -1;
+      for (size_t s = 0; s < slot_end.size(); ++s) {
+        if (slot_end[s] <= records[i].start_ns) { chosen = int(s); break; }
+      }
+      if (chosen < 0) {
+        chosen = int(slot_end.size());
+        slot_end.push_back(0);
+      }
+      // A block that starts and ends in one 32 ns tick still occupies its slot.
+      slot_end[size_t(chosen)] = std::max(records[i].end_ns, records[i].start_ns + 1);
+      slot[i] = chosen;
+    }
+  }
+  return slot;
+}
+
+uint64_t rebase_trace_times(std::vector<TraceRecord>& records) {
+  if (records.empty()) return 0;
+  uint64_t origin = records[0].start_ns;
+  for (const auto& r : records) origin = std::min(origin, r.start_ns);
+  for (auto& r : records) {
+    r.start_ns -= origin;
+    r.end_ns -= origin;
+  }
+  return origin;
+}
+
+std::string trace_to_chrome_json(const Trace& t) {
+  const std::vector<int> slot = assign_resident_slots(t.records);
+  std::string out = "{\"displayTimeUnit\":\"ns\",\"otherData\":";
+  out += json{{"gpu", t.header.gpu.name}, {"lesson", t.header.lesson}, {"variant", t.variant},
+              {"shape", std::to_string(t.header.m) + "x" + std::to_string(t.header.n) + "x" + std::to_string(t.header.k)}}
+             .dump();
+  out += ",\"traceEvents\":[";
+  char buf[320];
+  for (size_t i = 0; i < t.records.size(); ++i) {
+    const TraceRecord& r = t.records[i];
+    const double ts_us = double(r.start_ns) / 1000.0;
+    const double dur_us = double(r.end_ns - r.start_ns) / 1000.0;
+    std::snprintf(buf, sizeof buf,
+                  "%s\n{\"name\":\"tile (%d,%d)\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+                  "\"args\":{\"unit\":%d,\"k_begin\":%d,\"k_end\":%d}}",
+                  i ? "," : "", r.tile_m, r.tile_n, r.sm, slot[i], ts_us, dur_us, r.unit, r.k_begin, r.k_end);
+    out += buf;
+  }
+  // Name the tracks so Perfetto shows "SM 12" and "slot 1".
+  std::map<int, int> slots_per_sm;
+  for (size_t i = 0; i < t.records.size(); ++i)
+    slots_per_sm[t.records[i].sm] = std::max(slots_per_sm[t.records[i].sm], slot[i] + 1);
+  for (const auto& [sm, count] : slots_per_sm) {
+    std::snprintf(buf, sizeof buf, ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"SM %d\"}}",
+                  sm, sm);
+    out += buf;
+    for (int s = 0; s < count; ++s) {
+      std::snprintf(buf, sizeof buf,
+                    ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"slot %d\"}}", sm,
+                    s, s);
+      out += buf;
+    }
+  }
+  out += "\n]}\n";
+  return out;
+}
+
+std::string utc_timestamp_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace wb

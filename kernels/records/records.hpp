@@ -1,0 +1,148 @@
+// The workbook's two file formats, written by the lessons and read by the
+// workbook, the viewer and the tests: results (one per lesson run) and traces
+// (one per traced variant and shape). Both are JSON, versioned and validated on
+// read: a malformed file raises RecordError with a one-line reason.
+//
+// Host only; built without CUDA.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "schedule/trace_record.hpp"
+
+namespace wb {
+
+inline constexpr const char* kResultsSchema = "matmul-workbook/results";
+inline constexpr const char* kTraceSchema = "matmul-workbook/trace";
+inline constexpr int kRecordsVersion = 1;
+
+struct RecordError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct GpuInfo {
+  std::string name;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  int64_t l2_bytes = 0;
+  int64_t memory_bytes = 0;
+  int sm_clock_khz = 0;       // peak SM clock the device reports
+  int mem_clock_khz = 0;      // peak memory clock
+  int mem_bus_bits = 0;
+  int max_smem_per_block = 0; // opt-in bytes
+  double peak_dram_gbps() const { return 2.0 * mem_clock_khz * 1e3 * (mem_bus_bits / 8.0) / 1e9; }
+};
+
+struct Versions {
+  std::string driver;   // e.g. "13.0"
+  std::string runtime;  // CUDA runtime
+  std::string cublas;
+};
+
+// Everything a results file and a trace file share.
+struct RunHeader {
+  std::string date;    // ISO 8601, UTC
+  std::string commit;  // git commit the binaries were built from
+  Versions versions;
+  GpuInfo gpu;
+  std::string lesson;  // e.g. "lesson02_blocked"
+  int64_t m = 0, n = 0, k = 0;
+  std::map<std::string, double> shape_extra;  // lesson-specific (sparsity, group size, ...)
+  std::string dtype = "fp16 in, fp32 accumulate, fp16 out";
+};
+
+struct VariantResult {
+  std::string name;
+  std::string what;             // one line: what the variant does
+  bool reference = false;       // the cuBLAS row
+  bool skipped = false;
+  std::string skip_reason;
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  int samples = 0;
+  double flops = 0;             // work this variant does
+  double bytes = 0;             // DRAM bytes this variant must move at least
+  double tflops = 0, gbps = 0;
+  double rel_err = 0;           // ||out - cuBLAS|| / ||cuBLAS||
+  double rel_err_fp64 = 0;      // same, against the fp64 reference on sampled rows
+  double max_abs_err = 0;       // against the fp64 reference
+  bool checked = true;          // false with --no-check
+  bool passed = false;
+  double vs_cublas = 0;         // cuBLAS median / this median, same run
+};
+
+struct TimingSetup {
+  int rounds = 0;               // interleaved rounds of (variant, cuBLAS)
+  int reps_per_round = 0;
+  int64_t l2_flush_bytes = 0;   // written between timed runs
+  int warmup = 0;
+};
+
+struct Results {
+  RunHeader header;
+  TimingSetup timing;
+  std::vector<VariantResult> variants;
+};
+
+struct KernelConfig {
+  int block_m = 0, block_n = 0, block_k = 0;  // tile sizes
+  int threads = 0;                            // per block
+  int stages = 1;                             // pipeline depth
+  std::string order = "row_major";            // tile order
+  int group_m = 1;
+  int split_k = 1;
+  int tiles_m = 0, tiles_n = 0;
+  int64_t grid_blocks = 0;                    // blocks launched
+  int64_t work_units = 0;                     // records expected
+  int blocks_per_sm = 0;                      // occupancy API
+  int smem_bytes = 0;
+  bool persistent = false;
+};
+
+struct Trace {
+  RunHeader header;
+  std::string variant;
+  KernelConfig kernel;
+  double median_ms = 0;      // timed, untraced
+  double traced_ms = 0;      // the traced launch
+  uint64_t time_origin_ns = 0;  // records' times are relative to this %globaltimer value
+  std::vector<TraceRecord> records;
+};
+
+// Serialise (pretty JSON) and parse/validate. Parse errors throw RecordError.
+std::string results_to_json(const Results& r);
+Results results_from_json(const std::string& text);
+std::string trace_to_json(const Trace& t);
+Trace trace_from_json(const std::string& text);
+
+// Files. Writes go to a temporary name in the same folder, then rename, so a
+// reader never sees half a file. Errors throw RecordError naming the path.
+void write_text_file_atomic(const std::string& path, const std::string& text);
+std::string read_text_file(const std::string& path);
+void write_results(const std::string& path, const Results& r);
+Results read_results(const std::string& path);
+void write_trace(const std::string& path, const Trace& t);
+Trace read_trace(const std::string& path);
+
+// True when a file can be created at `path` (checked before a run, so a bad
+// output path is reported before any GPU work). On false, `why` says why.
+bool output_path_writable(const std::string& path, std::string* why);
+
+// Perfetto / chrome://tracing export: pid = SM, tid = resident slot.
+std::string trace_to_chrome_json(const Trace& t);
+
+// Resident slot per record: blocks on one SM whose lifetimes overlap get
+// different slots, so they do not overlap on one track.
+std::vector<int> assign_resident_slots(const std::vector<TraceRecord>& records);
+
+// Rebases record times so the earliest start is 0; returns the origin.
+uint64_t rebase_trace_times(std::vector<TraceRecord>& records);
+
+// "2026-11-22T03:04:05Z"
+std::string utc_timestamp_now();
+
+}  // namespace wb

@@ -1,0 +1,47 @@
+// Activations a GEMM epilogue can apply to the fp32 accumulator before the
+// fp16 store. The same functions serve the kernels, the CPU reference and the
+// tests, so a fused epilogue is checked against exactly what it claims to compute.
+#pragma once
+
+#include <cmath>
+
+#if defined(__CUDACC__)
+#define WB_ACT_HD __host__ __device__ __forceinline__
+#else
+#define WB_ACT_HD inline
+#endif
+
+namespace wb {
+
+enum class Activation : int { none = 0, relu = 1, leaky_relu = 2, gelu = 3, silu = 4 };
+constexpr int kActivationCount = 5;
+constexpr float kLeakyReluSlope = 0.01f;
+
+template <class T>
+WB_ACT_HD T apply_activation(Activation act, T x) {
+  switch (act) {
+    case Activation::relu: return x > T(0) ? x : T(0);
+    case Activation::leaky_relu: return x > T(0) ? x : T(kLeakyReluSlope) * x;
+    case Activation::gelu: {
+      // tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+      const T c = T(0.7978845608028654);
+      return T(0.5) * x * (T(1) + tanh(c * (x + T(0.044715) * x * x * x)));
+    }
+    case Activation::silu: return x / (T(1) + exp(-x));
+    case Activation::none:
+    default: return x;
+  }
+}
+
+inline const char* activation_name(Activation act) {
+  switch (act) {
+    case Activation::none: return "none";
+    case Activation::relu: return "relu";
+    case Activation::leaky_relu: return "leaky_relu";
+    case Activation::gelu: return "gelu";
+    case Activation::silu: return "silu";
+  }
+  return "unknown";
+}
+
+}  // namespace wb

@@ -1,0 +1,29 @@
+// The lessons, in order: what each teaches, for the lesson binaries' headers,
+// `workbook list`, and the explanation shown with recorded results when there is
+// no GPU. Host only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace wb {
+
+struct LessonInfo {
+  std::string id;         // executable name, e.g. "lesson02_blocked"
+  std::string number;     // "02"
+  std::string title;      // "Blocked: shared-memory tiles, then tensor cores"
+  std::string idea_from;  // where the idea comes from
+  std::string new_here;   // what is new since the previous lesson
+  std::string why_faster; // why it should be faster, in a sentence or two
+  std::string check;      // what to look for in the report
+  std::string oldest_gpu; // oldest GPU generation it runs on
+};
+
+const std::vector<LessonInfo>& lesson_catalog();
+// nullptr when `id` is not a lesson.
+const LessonInfo* find_lesson(const std::string& id);
+
+// Prints the lesson's explanation (title, what is new, why faster, what to check).
+std::string lesson_explanation(const LessonInfo& lesson);
+
+}  // namespace wb

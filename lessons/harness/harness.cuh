@@ -1,0 +1,69 @@
+// The harness every lesson uses. A lesson supplies a table of variants; the
+// harness parses the options, checks each variant against cuBLAS and an fp64
+// reference, times it against cuBLAS in the same run, prints the report and
+// writes results and traces.
+//
+//   int main(int argc, char** argv) {
+//     return wb::run_lesson("lesson01_naive", variants(), argc, argv);
+//   }
+//
+// Conventions for every kernel: A is M x K, B is K x N, C is M x N, all row-major
+// fp16; accumulation is fp32; any M, N, K >= 1 (tails masked).
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cuda/common.cuh"
+#include "records/records.hpp"
+#include "schedule/activation.hpp"
+#include "schedule/tile_order.hpp"
+#include "schedule/trace_record.hpp"
+
+namespace wb {
+
+struct GemmShape {
+  int m = 0, n = 0, k = 0;
+};
+
+// What a launcher gets.
+struct GemmArgs {
+  const __half* a;     // (M, K) row-major, leading dimension K
+  const __half* b;     // (K, N) row-major, leading dimension N
+  __half* c;           // (M, N) row-major, leading dimension N
+  int m, n, k;
+  TraceRecord* trace;  // one record per work unit, or nullptr (tracing off)
+};
+
+struct Variant {
+  std::string name;   // command-line name: lower case, digits, '_'
+  std::string what;   // one line for the report
+  int min_cc = 75;    // oldest compute capability, x10 (80 for cp.async, 90 for wgmma/TMA)
+  Activation activation = Activation::none;  // epilogue applied; the references apply it too
+  // Tile sizes, grid, occupancy (cudaOccupancyMaxActiveBlocksPerMultiprocessor) and
+  // work units (trace records) for this shape. Called once per shape.
+  std::function<KernelConfig(const GemmShape&)> config;
+  // Enqueues the work on `stream`; must not synchronise.
+  std::function<void(const GemmArgs&, cudaStream_t)> launch;
+  // DRAM bytes this variant must move at least; empty: A and B read once, C written once.
+  std::function<double(const GemmShape&)> bytes;
+  // A note for this shape (e.g. "falls back to lesson 03: row stride not 16-byte aligned"); empty: none.
+  std::function<std::string(const GemmShape&)> note;
+};
+
+// Runs a lesson: see the file comment. Returns the process exit code
+// (0 ok, 1 a check failed or a CUDA error, 2 bad arguments / no GPU for --json).
+int run_lesson(const std::string& lesson_id, const std::vector<Variant>& variants, int argc, char** argv);
+
+// Occupancy of `kernel` at `threads` and `smem` bytes of dynamic shared memory.
+int blocks_per_sm(const void* kernel, int threads, int smem_bytes);
+
+// A KernelConfig for a data-parallel launch of one block per output tile.
+KernelConfig tile_grid_config(const GemmShape& s, int block_m, int block_n, int block_k, int threads,
+                              const void* kernel, int smem_bytes = 0, int stages = 1);
+
+}  // namespace wb

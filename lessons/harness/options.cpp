@@ -1,0 +1,100 @@
+#include "harness/options.hpp"
+
+#include <climits>
+#include <cstdlib>
+
+#include <CLI/CLI.hpp>
+
+namespace wb {
+
+namespace {
+
+bool in_range(int64_t v, int64_t lo, int64_t hi) { return v >= lo && v <= hi; }
+
+std::string first_line(const std::string& s) {
+  const auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+}  // namespace
+
+ParseOutcome parse_lesson_options(const std::string& program, const std::string& description, int argc,
+                                  char** argv, LessonOptions& out, std::string& message) {
+  CLI::App app{description, program};
+  // Sizes are read as 64-bit so that "--m 99999999999" is reported as too large, not wrapped.
+  int64_t m = out.m, n = out.n, k = out.k, reps = out.reps, rounds = out.rounds, device = out.device;
+  app.add_option("--m", m, "rows of A and C")->capture_default_str();
+  app.add_option("--n", n, "columns of B and C")->capture_default_str();
+  app.add_option("--k", k, "columns of A, rows of B")->capture_default_str();
+  app.add_option("--variant", out.variants, "run only these variants (repeat or comma-separate)")->delimiter(',');
+  app.add_option("--reps", reps, "timed runs per variant (median reported)")->capture_default_str();
+  app.add_option("--rounds", rounds, "interleaved rounds of (variant, cuBLAS)")->capture_default_str();
+  app.add_option("--seed", out.seed, "seed of the random inputs")->capture_default_str();
+  app.add_option("--device", device, "CUDA device ordinal")->capture_default_str();
+  app.add_option("--json", out.json_path, "write results JSON to PATH");
+  app.add_option("--trace", out.trace_path, "write a per-block trace JSON (and a Perfetto export) to PATH");
+  app.add_flag("--no-check", out.no_check, "skip verification against cuBLAS and fp64");
+  app.add_flag("--list", out.list, "list the variants and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    message = app.help();
+    return ParseOutcome::done;
+  } catch (const CLI::ParseError& e) {
+    message = first_line(e.what());
+    return ParseOutcome::usage_error;
+  }
+  const struct { const char* name; int64_t value; int64_t lo, hi; } checks[] = {
+      {"--m", m, 1, INT_MAX},      {"--n", n, 1, INT_MAX},         {"--k", k, 1, INT_MAX},
+      {"--reps", reps, 1, 100000}, {"--rounds", rounds, 1, 1000}, {"--device", device, 0, 1023},
+  };
+  for (const auto& c : checks) {
+    if (!in_range(c.value, c.lo, c.hi)) {
+      message = std::string(c.name) + " must be between " + std::to_string(c.lo) + " and " + std::to_string(c.hi) +
+                " (got " + std::to_string(c.value) + ")";
+      return ParseOutcome::usage_error;
+    }
+  }
+  for (const std::string& v : out.variants) {
+    if (v.empty()) {
+      message = "--variant: empty variant name";
+      return ParseOutcome::usage_error;
+    }
+  }
+  if (!out.json_path.empty() && out.json_path == out.trace_path) {
+    message = "--json and --trace name the same file";
+    return ParseOutcome::usage_error;
+  }
+  out.m = int(m);
+  out.n = int(n);
+  out.k = int(k);
+  out.reps = int(reps);
+  out.rounds = int(rounds);
+  out.device = int(device);
+  return ParseOutcome::run;
+}
+
+std::string trace_path_for(const std::string& trace_path, const std::string& variant, bool several) {
+  if (!several) return trace_path;
+  const auto slash = trace_path.find_last_of('/');
+  const auto dot = trace_path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return trace_path + "." + variant;
+  return trace_path.substr(0, dot) + "." + variant + trace_path.substr(dot);
+}
+
+std::string perfetto_path_for(const std::string& trace_json_path) {
+  const std::string ext = ".json";
+  if (trace_json_path.size() > ext.size() &&
+      trace_json_path.compare(trace_json_path.size() - ext.size(), ext.size(), ext) == 0)
+    return trace_json_path.substr(0, trace_json_path.size() - ext.size()) + ".perfetto.json";
+  return trace_json_path + ".perfetto.json";
+}
+
+std::string assets_dir() {
+  if (const char* env = std::getenv("WORKBOOK_ASSETS"); env && *env) return env;
+  return WORKBOOK_SOURCE_ASSETS;
+}
+
+const char* build_commit() { return WORKBOOK_GIT_COMMIT; }
+
+}  // namespace wb

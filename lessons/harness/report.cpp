@@ -1,0 +1,84 @@
+#include "harness/report.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <filesystem>
+
+namespace wb {
+
+namespace fs = std::filesystem;
+
+std::string describe_gpu(const RunHeader& h) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%s (sm_%d%d, %d SMs, %.0f MiB L2, %.0f GiB), driver %s, CUDA %s, cuBLAS %s",
+                h.gpu.name.c_str(), h.gpu.cc_major, h.gpu.cc_minor, h.gpu.sm_count, h.gpu.l2_bytes / 1048576.0,
+                h.gpu.memory_bytes / 1073741824.0, h.versions.driver.c_str(), h.versions.runtime.c_str(),
+                h.versions.cublas.c_str());
+  return buf;
+}
+
+std::string format_report(const Results& r) {
+  std::string out;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%-22s %10s %9s %9s %9s %10s %10s  %s\n", "variant", "ms", "TFLOP/s", "GB/s",
+                "% cuBLAS", "rel.err", "max.abs", "check");
+  out += buf;
+  out += std::string(98, '-') + "\n";
+  for (const VariantResult& v : r.variants) {
+    if (v.skipped) {
+      std::snprintf(buf, sizeof buf, "%-22s %s\n", v.name.c_str(), ("skipped: " + v.skip_reason).c_str());
+      out += buf;
+      continue;
+    }
+    const char* check = v.reference ? "reference" : !v.checked ? "not checked" : v.passed ? "pass" : "FAIL";
+    std::snprintf(buf, sizeof buf, "%-22s %10.4f %9.2f %9.1f %8.1f%% %10.2e %10.2e  %s\n", v.name.c_str(),
+                  v.median_ms, v.tflops, v.gbps, 100.0 * v.vs_cublas, v.rel_err, v.max_abs_err, check);
+    out += buf;
+  }
+  return out;
+}
+
+std::vector<std::string> recorded_results_files(const std::string& assets, const std::string& lesson_id) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  const fs::path root = fs::path(assets) / "results";
+  if (!fs::is_directory(root, ec)) return files;
+  for (const auto& gpu_dir : fs::directory_iterator(root, ec)) {
+    const fs::path f = gpu_dir.path() / (lesson_id + ".json");
+    if (fs::is_regular_file(f, ec)) files.push_back(f.string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::string format_recorded_results(const std::string& assets, const std::string& lesson_id) {
+  const auto files = recorded_results_files(assets, lesson_id);
+  if (files.empty()) return "  (no recorded results for " + lesson_id + " in " + assets + "/results)\n";
+  std::string out;
+  for (const std::string& f : files) {
+    try {
+      const Results r = read_results(f);
+      out += "  RECORDED on " + r.header.gpu.name + ", " + r.header.date + " (not measured on this machine)\n";
+      out += "  " + describe_gpu(r.header) + "\n";
+      out += "  shape " + std::to_string(r.header.m) + " x " + std::to_string(r.header.n) + " x " +
+             std::to_string(r.header.k) + ", " + r.header.dtype + "\n\n";
+      out += format_report(r) + "\n";
+    } catch (const RecordError& e) {
+      out += std::string("  (unreadable recorded results: ") + e.what() + ")\n";
+    }
+  }
+  return out;
+}
+
+std::string gpu_slug(const std::string& gpu_name) {
+  std::string s;
+  for (char c : gpu_name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) s += char(std::tolower(static_cast<unsigned char>(c)));
+    else if (!s.empty() && s.back() != '-') s += '-';
+  }
+  while (!s.empty() && s.back() == '-') s.pop_back();
+  return s.empty() ? "unknown-gpu" : s;
+}
+
+}  // namespace wb

@@ -1,0 +1,28 @@
+// The printed report: one table per run, and the recorded results shown when
+// this machine cannot run a lesson. Host only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "records/records.hpp"
+
+namespace wb {
+
+// "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 50 MiB L2), driver 13.0, CUDA 13.0, cuBLAS 13.0.2"
+std::string describe_gpu(const RunHeader& h);
+
+// variant | ms | TFLOP/s | GB/s | % of cuBLAS | rel. err | max abs err | check
+std::string format_report(const Results& r);
+
+// assets/results/<gpu>/<lesson>.json files, sorted by GPU folder.
+std::vector<std::string> recorded_results_files(const std::string& assets, const std::string& lesson_id);
+
+// Every recorded run of this lesson, each labelled "recorded on <GPU>, <date>";
+// a line saying there are none when there are none.
+std::string format_recorded_results(const std::string& assets, const std::string& lesson_id);
+
+// Lower-case, '-' separated: "NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3".
+std::string gpu_slug(const std::string& gpu_name);
+
+}  // namespace wb

@@ -1,0 +1,250 @@
+// workbook: the main job. Host only, so it exists in every build.
+//
+//   workbook                 run the lessons in order (or, with no GPU / no CUDA
+//                            build, show each lesson's explanation and the results
+//                            recorded on a real GPU)
+//   workbook list            the lessons, whether this build has them, what is recorded
+//   workbook compare --m M --n N --k K [--json PATH] [--reps R] [--rounds R] [--device D]
+//                            every variant of every lesson on one shape, one ranked table
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/catalog.hpp"
+#include "harness/options.hpp"
+#include "harness/report.hpp"
+#include "records/records.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace wb;
+
+constexpr const char* kUsage =
+    "usage: workbook                 run the lessons in order\n"
+    "       workbook list            list the lessons\n"
+    "       workbook compare [--m M] [--n N] [--k K] [--json PATH] [--reps R] [--rounds R] [--seed S] [--device D]\n"
+    "                                every variant of every lesson on one shape, ranked\n";
+
+fs::path bin_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : exe.parent_path();
+}
+
+fs::path lesson_binary(const LessonInfo& l) { return bin_dir() / l.id; }
+
+bool built_here(const LessonInfo& l) {
+  std::error_code ec;
+  return fs::is_regular_file(lesson_binary(l), ec);
+}
+
+// Runs a program with arguments, no shell. quiet: its standard output goes to /dev/null.
+int run_program(const std::vector<std::string>& args, bool quiet) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (quiet) posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  std::fflush(stdout);
+  pid_t pid = 0;
+  const int err = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (err != 0) {
+    std::fprintf(stderr, "workbook: cannot run %s: %s\n", argv[0], std::strerror(err));
+    return kExitFailed;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  std::fprintf(stderr, "workbook: %s stopped by signal %d\n", argv[0], WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return kExitFailed;
+}
+
+int cmd_list() {
+  for (const LessonInfo& l : lesson_catalog()) {
+    const auto recorded = recorded_results_files(assets_dir(), l.id);
+    std::printf("%s  %-18s %-72s %s, %zu recorded\n", l.number.c_str(), l.id.c_str(), l.title.c_str(),
+                built_here(l) ? "built" : "not built", recorded.size());
+  }
+  return kExitOk;
+}
+
+int cmd_run_all() {
+  int worst = kExitOk;
+  const auto& lessons = lesson_catalog();
+  for (size_t i = 0; i < lessons.size(); ++i) {
+    const LessonInfo& l = lessons[i];
+    std::printf("\n==================== %zu/%zu  %s ====================\n", i + 1, lessons.size(), l.id.c_str());
+    if (!built_here(l)) {
+      std::printf("%s\n", lesson_explanation(l).c_str());
+      std::printf("%s is not in this build (%s). Results recorded on a real GPU:\n\n%s", l.id.c_str(),
+                  WORKBOOK_HAVE_CUDA ? "its sources are not there yet" : "host-only build: no CUDA compiler",
+                  format_recorded_results(assets_dir(), l.id).c_str());
+      continue;
+    }
+    const int rc = run_program({lesson_binary(l).string()}, false);
+    if (rc != kExitOk) {
+      std::fprintf(stderr, "workbook: %s exited with %d\n", l.id.c_str(), rc);
+      worst = std::max(worst, rc == kExitUsage ? kExitFailed : rc);
+    }
+  }
+  return worst;
+}
+
+struct Ranked {
+  std::string lesson;
+  VariantResult v;
+};
+
+int cmd_compare(int argc, char** argv) {
+  LessonOptions opt;
+  std::string message;
+  switch (parse_lesson_options("workbook compare", "every variant of every lesson on one shape", argc, argv, opt,
+                               message)) {
+    case ParseOutcome::done: std::printf("%s", message.c_str()); return kExitOk;
+    case ParseOutcome::usage_error:
+      std::fprintf(stderr, "workbook compare: %s (see workbook compare --help)\n", message.c_str());
+      return kExitUsage;
+    case ParseOutcome::run: break;
+  }
+  if (!opt.variants.empty() || !opt.trace_path.empty() || opt.list) {
+    std::fprintf(stderr, "workbook compare: --variant, --trace and --list belong to the lesson binaries "
+                         "(see workbook compare --help)\n");
+    return kExitUsage;
+  }
+  std::string why;
+  if (!opt.json_path.empty() && !output_path_writable(opt.json_path, &why)) {
+    std::fprintf(stderr, "workbook compare: cannot write --json %s: %s\n", opt.json_path.c_str(), why.c_str());
+    return kExitUsage;
+  }
+  std::vector<const LessonInfo*> lessons;
+  for (const LessonInfo& l : lesson_catalog())
+    if (built_here(l)) lessons.push_back(&l);
+  if (lessons.empty()) {
+    std::fprintf(stderr, "workbook compare: this build has no CUDA lessons (host-only build); it needs nvcc and a GPU\n");
+    return kExitUsage;
+  }
+
+  const fs::path tmp_dir = fs::temp_directory_path() / ("workbook-compare-" + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::create_directories(tmp_dir, ec);
+  if (ec) {
+    std::fprintf(stderr, "workbook compare: cannot create %s: %s\n", tmp_dir.c_str(), ec.message().c_str());
+    return kExitFailed;
+  }
+  std::vector<Ranked> rows;
+  std::vector<Results> runs;
+  int worst = kExitOk;
+  for (const LessonInfo* l : lessons) {
+    const fs::path json = tmp_dir / (l->id + ".json");
+    std::vector<std::string> args = {lesson_binary(*l).string(), "--m", std::to_string(opt.m), "--n",
+                                     std::to_string(opt.n), "--k", std::to_string(opt.k), "--reps",
+                                     std::to_string(opt.reps), "--rounds", std::to_string(opt.rounds), "--seed",
+                                     std::to_string(opt.seed), "--device", std::to_string(opt.device), "--json",
+                                     json.string()};
+    if (opt.no_check) args.push_back("--no-check");
+    std::printf("running %s ...\n", l->id.c_str());
+    const int rc = run_program(args, true);
+    if (rc == kExitUsage) {  // e.g. no GPU: the lesson said why in one line
+      fs::remove_all(tmp_dir, ec);
+      return kExitUsage;
+    }
+    worst = std::max(worst, rc);
+    try {
+      Results r = read_results(json.string());
+      for (const VariantResult& v : r.variants)
+        if (!v.skipped && !v.reference) rows.push_back(Ranked{l->id, v});
+      runs.push_back(std::move(r));
+    } catch (const RecordError& e) {
+      std::fprintf(stderr, "workbook compare: %s gave no results (%s)\n", l->id.c_str(), e.what());
+      worst = std::max(worst, kExitFailed);
+    }
+  }
+  fs::remove_all(tmp_dir, ec);
+  if (runs.empty()) return worst == kExitOk ? kExitFailed : worst;
+
+  // cuBLAS once: the median of its medians over the lesson runs.
+  std::vector<double> cublas_ms;
+  for (const Results& r : runs)
+    for (const VariantResult& v : r.variants)
+      if (v.reference && !v.skipped) cublas_ms.push_back(v.median_ms);
+  std::sort(cublas_ms.begin(), cublas_ms.end());
+  std::sort(rows.begin(), rows.end(), [](const Ranked& a, const Ranked& b) { return a.v.median_ms < b.v.median_ms; });
+
+  std::printf("\nGPU: %s\nshape: M=%d N=%d K=%d, %s\n\n", describe_gpu(runs.front().header).c_str(), opt.m, opt.n,
+              opt.k, runs.front().header.dtype.c_str());
+  std::printf("%4s  %-18s %-22s %10s %9s %9s  %s\n", "rank", "lesson", "variant", "ms", "TFLOP/s", "% cuBLAS",
+              "check");
+  std::printf("%s\n", std::string(88, '-').c_str());
+  if (!cublas_ms.empty()) {
+    const double ms = cublas_ms[cublas_ms.size() / 2];
+    std::printf("%4s  %-18s %-22s %10.4f %9.2f %8.1f%%  reference\n", "-", "cuBLAS", "cublasGemmEx", ms,
+                2.0 * opt.m * double(opt.n) * opt.k / (ms * 1e-3) / 1e12, 100.0);
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const VariantResult& v = rows[i].v;
+    std::printf("%4zu  %-18s %-22s %10.4f %9.2f %8.1f%%  %s\n", i + 1, rows[i].lesson.c_str(), v.name.c_str(),
+                v.median_ms, v.tflops, 100.0 * v.vs_cublas, !v.checked ? "not checked" : v.passed ? "pass" : "FAIL");
+  }
+  std::printf("%% cuBLAS: each variant against cuBLAS timed in the same lesson run (interleaved rounds)\n");
+
+  if (!opt.json_path.empty()) {
+    nlohmann::json j;
+    j["schema"] = "matmul-workbook/compare";
+    j["version"] = kRecordsVersion;
+    j["date"] = utc_timestamp_now();
+    j["gpu"] = runs.front().header.gpu.name;
+    j["shape"] = {{"m", opt.m}, {"n", opt.n}, {"k", opt.k}};
+    j["cublas_median_ms"] = cublas_ms.empty() ? 0.0 : cublas_ms[cublas_ms.size() / 2];
+    nlohmann::json ranked = nlohmann::json::array();
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const VariantResult& v = rows[i].v;
+      ranked.push_back({{"rank", i + 1}, {"lesson", rows[i].lesson}, {"variant", v.name}, {"median_ms", v.median_ms},
+                        {"tflops", v.tflops}, {"vs_cublas", v.vs_cublas}, {"passed", v.passed},
+                        {"checked", v.checked}, {"rel_err", v.rel_err}});
+    }
+    j["ranked"] = ranked;
+    nlohmann::json full = nlohmann::json::array();
+    for (const Results& r : runs) full.push_back(nlohmann::json::parse(results_to_json(r)));
+    j["runs"] = full;
+    try {
+      write_text_file_atomic(opt.json_path, j.dump(2) + "\n");
+      std::printf("results: %s\n", opt.json_path.c_str());
+    } catch (const RecordError& e) {
+      std::fprintf(stderr, "workbook compare: %s\n", e.what());
+      return kExitFailed;
+    }
+  }
+  return worst;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 1) return cmd_run_all();
+  const std::string cmd = argv[1];
+  if (cmd == "list" && argc == 2) return cmd_list();
+  if (cmd == "compare") return cmd_compare(argc - 1, argv + 1);
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::printf("%s", kUsage);
+    return kExitOk;
+  }
+  std::fprintf(stderr, "workbook: unknown command '%s' (see workbook --help)\n", argv[1]);
+  return kExitUsage;
+}

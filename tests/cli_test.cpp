@@ -1,0 +1,132 @@
+// The command-line programs with bad arguments: one line on stderr, the exit
+// codes of DESIGN.md's table, nothing written. Runs the real binaries.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Ran {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+Ran run(const std::string& args) {
+  const std::string cmd = std::string(WORKBOOK_BIN_DIR) + "/" + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+int lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+bool have(const std::string& binary) { return fs::exists(std::string(WORKBOOK_BIN_DIR) + "/" + binary); }
+
+bool gpu_present() { return fs::exists("/dev/nvidiactl") || fs::exists("/dev/nvidia0"); }
+
+TEST(WorkbookCli, BadCommandsAndArguments) {
+  Ran r = run("workbook frobnicate");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(lines(r.out), 1) << r.out;
+  r = run("workbook compare --m -5");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(lines(r.out), 1) << r.out;
+  EXPECT_NE(r.out.find("--m"), std::string::npos) << r.out;
+  r = run("workbook compare --n abc");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(lines(r.out), 1) << r.out;
+  r = run("workbook compare --trace t.json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  r = run("workbook compare --json /no/such/dir/c.json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("cannot write"), std::string::npos) << r.out;
+}
+
+TEST(WorkbookCli, ListAndHelp) {
+  Ran r = run("workbook list");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("lesson01_naive"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lesson02_blocked"), std::string::npos) << r.out;
+  r = run("workbook --help");
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+TEST(WorkbookCli, WithoutGpuCompareSaysSoInOneLine) {
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present: the no-GPU path is not reachable here";
+  Ran r = run("workbook compare --m 64 --n 64 --k 64");
+  EXPECT_EQ(r.code, 2) << r.out;
+  // One line from the lesson or from workbook, after the progress line.
+  EXPECT_TRUE(r.out.find("no CUDA GPU") != std::string::npos || r.out.find("host-only") != std::string::npos)
+      << r.out;
+}
+
+TEST(WorkbookCli, WithoutGpuTheMainJobShowsLessonsAndSucceeds) {
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present: the main job would run every lesson at 4096^3";
+  Ran r = run("workbook");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("Lesson 01"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Lesson 02"), std::string::npos) << r.out;
+}
+
+class LessonCli : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(LessonCli, BadArgumentsAreOneLineAndExit2BeforeAnyGpuCall) {
+  const std::string lesson = GetParam();
+  if (!have(lesson)) GTEST_SKIP() << lesson << " is not in this build (host-only, or its sources are not there)";
+  const char* bad[] = {"--m 0", "--n -1", "--k abc", "--m 3000000000", "--variant no_such_variant",
+                       "--json /no/such/dir/r.json", "--trace /no/such/dir/t.json", "--reps 0", "--bogus",
+                       "--device 9999"};
+  for (const char* args : bad) {
+    const Ran r = run(lesson + " " + args);
+    EXPECT_EQ(r.code, 2) << lesson << " " << args << ": " << r.out;
+    // --device 9999 is checked against the devices present, after the explanation is printed.
+    if (std::string(args) != "--device 9999") EXPECT_EQ(lines(r.out), 1) << lesson << " " << args << ": " << r.out;
+  }
+  EXPECT_FALSE(fs::exists("/no/such/dir"));
+}
+
+TEST_P(LessonCli, ListsVariantsAndHelp) {
+  const std::string lesson = GetParam();
+  if (!have(lesson)) GTEST_SKIP() << lesson << " is not in this build (host-only, or its sources are not there)";
+  Ran r = run(lesson + " --list");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_GE(lines(r.out), 2) << r.out;
+  r = run(lesson + " --help");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("--trace"), std::string::npos);
+}
+
+TEST_P(LessonCli, WithoutGpuShowsRecordedResultsOrRefusesJson) {
+  const std::string lesson = GetParam();
+  if (!have(lesson)) GTEST_SKIP() << lesson << " is not in this build (host-only, or its sources are not there)";
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present: the no-GPU path is not reachable here";
+  Ran r = run(lesson + " --m 64 --n 64 --k 64");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("No CUDA GPU"), std::string::npos) << r.out;
+  const std::string json = (fs::temp_directory_path() / ("wb-cli-" + std::to_string(getpid()) + ".json")).string();
+  r = run(lesson + " --m 64 --n 64 --k 64 --json " + json);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_FALSE(fs::exists(json)) << "a results file was written without a GPU";
+}
+
+INSTANTIATE_TEST_SUITE_P(Lessons, LessonCli,
+                         ::testing::Values("lesson01_naive", "lesson02_blocked", "lesson03_grouped",
+                                           "lesson04_hopper"));
+
+}  // namespace

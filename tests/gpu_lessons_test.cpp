@@ -1,0 +1,167 @@
+// GPU tests: every variant of every built lesson against cuBLAS and the fp64
+// reference, through the lesson binaries themselves (the same code path a user
+// runs), on shapes with tails, M = 1 and large ones; and the per-block traces.
+// Each test skips, saying why, when there is no CUDA device.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "records/records.hpp"
+#include "schedule/tile_order.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace wb;
+
+std::string no_device_reason() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(err);
+  if (count == 0) return "no CUDA device";
+  return "";
+}
+
+bool built(const std::string& lesson) { return fs::exists(std::string(WORKBOOK_BIN_DIR) + "/" + lesson); }
+
+struct Ran {
+  int code;
+  std::string out;
+};
+
+Ran run(const std::string& args) {
+  const std::string cmd = std::string(WORKBOOK_BIN_DIR) + "/" + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("wb-gpu-tests-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+const char* kLessons[] = {"lesson01_naive", "lesson02_blocked", "lesson03_grouped", "lesson04_hopper"};
+
+struct Shape {
+  int m, n, k;
+};
+const Shape kShapes[] = {{1, 1, 1}, {127, 257, 129}, {1, 4096, 4096}, {1000, 1000, 1000}, {4096, 4096, 4096}};
+
+using Param = std::tuple<std::string, Shape>;
+
+class EveryVariant : public ::testing::TestWithParam<Param> {};
+
+TEST_P(EveryVariant, MatchesCublasAndFp64) {
+  const auto& [lesson, s] = GetParam();
+  if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
+  if (!built(lesson)) GTEST_SKIP() << lesson << " is not in this build";
+  const std::string shape = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+  const fs::path json = scratch(lesson + "-" + shape + ".json");
+  const Ran r = run(lesson + " --m " + std::to_string(s.m) + " --n " + std::to_string(s.n) + " --k " +
+                    std::to_string(s.k) + " --reps 1 --rounds 1 --seed 7 --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Results res = read_results(json.string());
+  EXPECT_EQ(res.header.m, s.m);
+  int checked = 0;
+  for (const VariantResult& v : res.variants) {
+    if (v.reference) continue;
+    if (v.skipped) {
+      EXPECT_FALSE(v.skip_reason.empty()) << v.name;
+      continue;
+    }
+    EXPECT_TRUE(v.checked) << v.name;
+    EXPECT_TRUE(v.passed) << lesson << " " << v.name << " at " << shape << ": rel_err " << v.rel_err
+                          << " (cuBLAS), " << v.rel_err_fp64 << " (fp64)";
+    EXPECT_LT(v.rel_err, 5e-3) << v.name;
+    EXPECT_LT(v.rel_err_fp64, 5e-3) << v.name;
+    EXPECT_GT(v.median_ms, 0) << v.name;
+    ++checked;
+  }
+  EXPECT_GT(checked, 0) << "no variant ran";
+  fs::remove(json);
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  const auto& [lesson, s] = info.param;
+  return lesson + "_" + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+}
+
+INSTANTIATE_TEST_SUITE_P(Lessons, EveryVariant,
+                         ::testing::Combine(::testing::ValuesIn(kLessons), ::testing::ValuesIn(kShapes)), param_name);
+
+// Traces: every tile exactly once, SM ids below the SM count, start <= end, and a
+// Perfetto export beside each trace.
+class Traces : public ::testing::TestWithParam<Param> {};
+
+TEST_P(Traces, CoverEveryTileOnce) {
+  const auto& [lesson, s] = GetParam();
+  if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
+  if (!built(lesson)) GTEST_SKIP() << lesson << " is not in this build";
+  const Ran list = run(lesson + " --list");
+  ASSERT_EQ(list.code, 0) << list.out;
+  const fs::path base = scratch(lesson + "-trace.json");
+  const Ran r = run(lesson + " --m " + std::to_string(s.m) + " --n " + std::to_string(s.n) + " --k " +
+                    std::to_string(s.k) + " --reps 1 --rounds 1 --trace " + base.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  int traces = 0;
+  for (const auto& entry : fs::directory_iterator(base.parent_path())) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(lesson + "-trace.", 0) != 0 || name.find(".perfetto.") != std::string::npos) continue;
+    const Trace t = read_trace(entry.path().string());  // validates SM ids, start <= end, tile bounds
+    ++traces;
+    const KernelConfig& k = t.kernel;
+    EXPECT_EQ(int64_t(t.records.size()), k.work_units) << name;
+    EXPECT_EQ(k.tiles_m, ceil_div(s.m, k.block_m)) << name;
+    EXPECT_EQ(k.tiles_n, ceil_div(s.n, k.block_n)) << name;
+    EXPECT_GT(k.blocks_per_sm, 0) << name;
+    // Each (tile, k range) once; together the k ranges of a tile cover [0, K).
+    std::vector<int64_t> covered(size_t(k.tiles_m) * k.tiles_n, 0);
+    std::set<std::tuple<int, int, int>> seen;
+    for (const TraceRecord& rec : t.records) {
+      EXPECT_TRUE(seen.insert({rec.tile_m, rec.tile_n, rec.k_begin}).second)
+          << name << ": tile (" << rec.tile_m << "," << rec.tile_n << ") k " << rec.k_begin << " recorded twice";
+      covered[size_t(rec.tile_m) * k.tiles_n + rec.tile_n] += rec.k_end - rec.k_begin;
+      EXPECT_LT(rec.sm, t.header.gpu.sm_count);
+      EXPECT_LE(rec.start_ns, rec.end_ns);
+    }
+    for (size_t i = 0; i < covered.size(); ++i)
+      EXPECT_EQ(covered[i], s.k) << name << ": tile " << i << " covers " << covered[i] << " of K";
+    const std::string perfetto = perfetto_path_for(entry.path().string());
+    EXPECT_TRUE(fs::exists(perfetto)) << perfetto;
+  }
+  EXPECT_GT(traces, 0) << "no trace written: " << r.out;
+  fs::remove_all(base.parent_path());
+}
+
+const Shape kTraceShapes[] = {{127, 257, 129}, {1000, 1000, 1000}};
+
+INSTANTIATE_TEST_SUITE_P(Lessons, Traces,
+                         ::testing::Combine(::testing::ValuesIn(kLessons), ::testing::ValuesIn(kTraceShapes)),
+                         param_name);
+
+// Too little device memory is one line and exit 1, checked before allocating.
+TEST(DeviceMemory, ShapeThatDoesNotFitIsRefused) {
+  if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
+  if (!built("lesson01_naive")) GTEST_SKIP() << "lesson01_naive is not in this build";
+  const Ran r = run("lesson01_naive --m 200000 --n 200000 --k 200000 --reps 1");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("of device memory"), std::string::npos) << r.out;
+}
+
+}  // namespace

@@ -1,0 +1,102 @@
+#include <gtest/gtest.h>
+
+#include "models/l2_model.hpp"
+#include "models/roofline.hpp"
+#include "models/wave_model.hpp"
+#include "schedule/activation.hpp"
+
+namespace {
+
+using namespace wb;
+
+L2ModelInput triton_example(TileOrder order) {
+  L2ModelInput in;
+  in.tiles_m = 9;
+  in.tiles_n = 9;
+  in.k_steps = 9;
+  in.a_block_bytes = 1;
+  in.b_block_bytes = 1;
+  in.l2_bytes = 1 << 20;  // large enough to keep everything
+  in.blocks_in_flight = 9;
+  in.order = order;
+  in.group_m = 3;
+  in.max_tiles = 9;
+  return in;
+}
+
+// The Triton tutorial: computing the first 9 tiles of a 9x9 grid loads 90 blocks
+// in row-major order and 54 grouped with GROUP_M 3.
+TEST(L2Model, ReproducesTritonTutorialExample) {
+  const L2ModelResult row = simulate_l2(triton_example(TileOrder::row_major));
+  const L2ModelResult grp = simulate_l2(triton_example(TileOrder::grouped));
+  EXPECT_EQ(row.misses, 90);
+  EXPECT_EQ(grp.misses, 54);
+  EXPECT_EQ(row.a_misses, 9);
+  EXPECT_EQ(row.b_misses, 81);
+  EXPECT_EQ(grp.a_misses, 27);
+  EXPECT_EQ(grp.b_misses, 27);
+  EXPECT_EQ(row.hits + row.misses, 9 * 9 * 2);
+}
+
+TEST(L2Model, TinyCacheMissesEverythingAndGroupedWinsWhenCacheIsTight) {
+  L2ModelInput in = triton_example(TileOrder::row_major);
+  in.max_tiles = -1;
+  in.l2_bytes = 0;
+  const L2ModelResult none = simulate_l2(in);
+  EXPECT_EQ(none.hits, 0);
+  EXPECT_EQ(none.misses, 81 * 9 * 2);
+  // A cache that holds one wave's working set of the grouped order (54) but not row-major's (90).
+  in.l2_bytes = 60;
+  const L2ModelResult row = simulate_l2(in);
+  in.order = TileOrder::grouped;
+  const L2ModelResult grp = simulate_l2(in);
+  EXPECT_LT(grp.dram_bytes, row.dram_bytes);
+  EXPECT_GE(grp.dram_bytes, grp.compulsory_bytes);
+  EXPECT_EQ(int64_t(row.waves.size()), 9);
+}
+
+TEST(L2Model, LruEvictsLeastRecentlyUsed) {
+  LruCache c(3);
+  EXPECT_FALSE(c.access(1, 1));
+  EXPECT_FALSE(c.access(2, 1));
+  EXPECT_FALSE(c.access(3, 1));
+  EXPECT_TRUE(c.access(1, 1));   // 1 is now most recent; 2 is least
+  EXPECT_FALSE(c.access(4, 1));  // evicts 2
+  EXPECT_TRUE(c.access(1, 1));
+  EXPECT_FALSE(c.access(2, 1));
+  EXPECT_EQ(c.used_bytes(), 3);
+  EXPECT_FALSE(c.access(9, 10));  // larger than the cache: never kept
+  EXPECT_EQ(c.used_bytes(), 3);
+}
+
+TEST(WaveModel, QuantizationMatchesHandCounts) {
+  // 1024 tiles on 132 SMs, one block each: 8 waves, the last holds 100.
+  WaveResult r = wave_quantization({1024, 1, 132, 1});
+  EXPECT_EQ(r.waves, 8);
+  EXPECT_EQ(r.last_wave_units, 100);
+  EXPECT_NEAR(r.efficiency, 1024.0 / (8 * 132), 1e-12);
+  EXPECT_NEAR(r.last_wave_utilization, 100.0 / 132, 1e-12);
+  // Split-K 4 on 32 tiles with 2 blocks per SM: 128 units, one wave of 264 slots.
+  r = wave_quantization({32, 4, 132, 2});
+  EXPECT_EQ(r.units, 128);
+  EXPECT_EQ(r.waves, 1);
+  EXPECT_NEAR(r.efficiency, 128.0 / 264, 1e-12);
+}
+
+TEST(Roofline, RidgeAndAttainable) {
+  EXPECT_NEAR(ridge_intensity(989, 3350), 295.2, 0.1);
+  EXPECT_NEAR(roofline_tflops(989, 3350, 10), 33.5, 1e-9);
+  EXPECT_NEAR(roofline_tflops(989, 3350, 1000), 989, 1e-9);
+  EXPECT_NEAR(arithmetic_intensity(2.0 * 4096 * 4096 * 4096, 3.0 * 2 * 4096 * 4096), 1365.33, 0.01);
+}
+
+TEST(Activation, MatchesDefinitions) {
+  EXPECT_EQ(apply_activation(Activation::relu, -2.0), 0.0);
+  EXPECT_EQ(apply_activation(Activation::relu, 3.0), 3.0);
+  EXPECT_NEAR(apply_activation(Activation::leaky_relu, -2.0), -0.02, 1e-7);
+  EXPECT_NEAR(apply_activation(Activation::gelu, 1.0), 0.8411920, 1e-6);
+  EXPECT_NEAR(apply_activation(Activation::silu, 1.0), 0.7310586, 1e-6);
+  EXPECT_EQ(apply_activation(Activation::none, -5.5), -5.5);
+}
+
+}  // namespace

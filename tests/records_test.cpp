@@ -1,0 +1,233 @@
+// Results and trace files: round trips, and rejection of malformed files with a
+// one-line reason (never a crash).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "records/records.hpp"
+
+namespace {
+
+using namespace wb;
+namespace fs = std::filesystem;
+
+RunHeader sample_header() {
+  RunHeader h;
+  h.date = "2026-11-22T03:00:00Z";
+  h.commit = "abc123";
+  h.versions = {"13.0", "13.0", "13.1.0"};
+  h.gpu.name = "NVIDIA H100 80GB HBM3";
+  h.gpu.cc_major = 9;
+  h.gpu.sm_count = 132;
+  h.gpu.l2_bytes = 52428800;
+  h.gpu.memory_bytes = 85520809984;
+  h.gpu.sm_clock_khz = 1980000;
+  h.gpu.mem_clock_khz = 2619000;
+  h.gpu.mem_bus_bits = 5120;
+  h.gpu.max_smem_per_block = 232448;
+  h.lesson = "lesson01_naive";
+  h.m = 127;
+  h.n = 257;
+  h.k = 129;
+  h.shape_extra["group_m"] = 8;
+  return h;
+}
+
+Results sample_results() {
+  Results r;
+  r.header = sample_header();
+  r.timing = {3, 7, 104857600, 1};
+  VariantResult v;
+  v.name = "coalesced";
+  v.what = "thread x -> column";
+  v.median_ms = 1.5;
+  v.min_ms = 1.25;
+  v.max_ms = 2.0;
+  v.samples = 21;
+  v.flops = 2.0 * 127 * 257 * 129;
+  v.bytes = 1000;
+  v.tflops = 0.01;
+  v.gbps = 0.5;
+  v.rel_err = 2.5e-4;
+  v.rel_err_fp64 = 2.0e-4;
+  v.max_abs_err = 0.0078125;
+  v.passed = true;
+  v.vs_cublas = 0.125;
+  r.variants.push_back(v);
+  VariantResult s;
+  s.name = "tma_wgmma";
+  s.what = "Hopper only";
+  s.skipped = true;
+  s.skip_reason = "needs a Hopper GPU";
+  r.variants.push_back(s);
+  return r;
+}
+
+Trace sample_trace() {
+  Trace t;
+  t.header = sample_header();
+  t.variant = "coalesced";
+  t.kernel.block_m = 16;
+  t.kernel.block_n = 16;
+  t.kernel.block_k = 1;
+  t.kernel.threads = 256;
+  t.kernel.tiles_m = 2;
+  t.kernel.tiles_n = 3;
+  t.kernel.grid_blocks = 6;
+  t.kernel.work_units = 6;
+  t.kernel.blocks_per_sm = 8;
+  t.median_ms = 0.01;
+  t.traced_ms = 0.011;
+  for (int i = 0; i < 6; ++i)
+    t.records.push_back(TraceRecord{i / 3, i % 3, 0, 129, i % 2, i, uint64_t(100 + 10 * i), uint64_t(164 + 10 * i)});
+  return t;
+}
+
+TEST(Records, ResultsRoundTrip) {
+  const Results r = sample_results();
+  const Results back = results_from_json(results_to_json(r));
+  EXPECT_EQ(back.header.gpu.name, r.header.gpu.name);
+  EXPECT_EQ(back.header.gpu.l2_bytes, r.header.gpu.l2_bytes);
+  EXPECT_EQ(back.header.m, 127);
+  EXPECT_EQ(back.header.shape_extra.at("group_m"), 8);
+  EXPECT_EQ(back.timing.reps_per_round, 7);
+  ASSERT_EQ(back.variants.size(), 2u);
+  EXPECT_EQ(back.variants[0].name, "coalesced");
+  EXPECT_DOUBLE_EQ(back.variants[0].median_ms, 1.5);
+  EXPECT_DOUBLE_EQ(back.variants[0].vs_cublas, 0.125);
+  EXPECT_TRUE(back.variants[0].passed);
+  EXPECT_TRUE(back.variants[1].skipped);
+  EXPECT_EQ(back.variants[1].skip_reason, "needs a Hopper GPU");
+  EXPECT_EQ(results_to_json(back), results_to_json(r));
+}
+
+TEST(Records, TraceRoundTrip) {
+  const Trace t = sample_trace();
+  const Trace back = trace_from_json(trace_to_json(t));
+  EXPECT_EQ(back.variant, "coalesced");
+  EXPECT_EQ(back.kernel.tiles_n, 3);
+  ASSERT_EQ(back.records.size(), 6u);
+  EXPECT_EQ(back.records[4].tile_m, 1);
+  EXPECT_EQ(back.records[4].tile_n, 1);
+  EXPECT_EQ(back.records[4].end_ns, 204u);
+  EXPECT_EQ(trace_to_json(back), trace_to_json(t));
+}
+
+// Each mutation of a valid file must be rejected with a RecordError naming the problem.
+void expect_rejected(const std::string& text, const std::string& needle, bool trace) {
+  try {
+    if (trace) trace_from_json(text);
+    else results_from_json(text);
+    FAIL() << "accepted a malformed file; expected an error mentioning '" << needle << "'";
+  } catch (const RecordError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "error is not one line: " << e.what();
+  }
+}
+
+TEST(Records, MalformedResultsAreRejected) {
+  using nlohmann::json;
+  const json good = json::parse(results_to_json(sample_results()));
+  expect_rejected("", "not valid JSON", false);
+  expect_rejected("{\"schema\": ", "not valid JSON", false);
+  expect_rejected("[1,2]", "object", false);
+  auto mutate = [&](auto fn) { json j = good; fn(j); return j.dump(); };
+  expect_rejected(mutate([](json& j) { j["schema"] = "something-else"; }), "schema", false);
+  expect_rejected(mutate([](json& j) { j["version"] = 99; }), "version 99", false);
+  expect_rejected(mutate([](json& j) { j.erase("gpu"); }), "'gpu'", false);
+  expect_rejected(mutate([](json& j) { j["gpu"]["sm_count"] = "many"; }), "sm_count", false);
+  expect_rejected(mutate([](json& j) { j["shape"]["m"] = 0; }), "shape", false);
+  expect_rejected(mutate([](json& j) { j["variants"] = 3; }), "variants", false);
+  expect_rejected(mutate([](json& j) { j["variants"][0].erase("median_ms"); }), "median_ms", false);
+  expect_rejected(mutate([](json& j) { j["variants"][0]["median_ms"] = -1.0; }), "times", false);
+  expect_rejected(mutate([](json& j) { j["variants"][0]["passed"] = "yes"; }), "passed", false);
+  expect_rejected(mutate([](json& j) { j["variants"][1].erase("skip_reason"); }), "skip_reason", false);
+}
+
+TEST(Records, MalformedTracesAreRejected) {
+  using nlohmann::json;
+  const json good = json::parse(trace_to_json(sample_trace()));
+  auto mutate = [&](auto fn) { json j = good; fn(j); return j.dump(); };
+  expect_rejected(mutate([](json& j) { j["schema"] = "matmul-workbook/results"; }), "schema", true);
+  expect_rejected(mutate([](json& j) { j.erase("records"); }), "'records'", true);
+  expect_rejected(mutate([](json& j) { j["records"][0] = json::array({1, 2, 3}); }), "8 integers", true);
+  expect_rejected(mutate([](json& j) { j["records"][0][0] = 7; }), "outside", true);
+  expect_rejected(mutate([](json& j) { j["records"][1][4] = 132; }), "SM id", true);
+  expect_rejected(mutate([](json& j) { j["records"][2][7] = 1; }), "end before start", true);
+  expect_rejected(mutate([](json& j) { j["records"][2][3] = -5; }), "negative", true);
+  expect_rejected(mutate([](json& j) { j["kernel"]["tiles_m"] = 0; }), "tiles_m", true);
+  expect_rejected(mutate([](json& j) { j["kernel"].erase("order"); }), "'order'", true);
+}
+
+TEST(Records, FilesAreWrittenWholeOrNotAtAll) {
+  const fs::path dir = fs::temp_directory_path() / ("wb-records-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "r.json").string();
+  write_results(path, sample_results());
+  EXPECT_EQ(read_results(path).variants.size(), 2u);
+  // No temporary file is left behind.
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(files, 1);
+  // An unwritable path is an error naming the path, and leaves nothing.
+  const std::string bad = (dir / "missing-dir" / "r.json").string();
+  std::string why;
+  EXPECT_FALSE(output_path_writable(bad, &why));
+  EXPECT_FALSE(why.empty());
+  try {
+    write_results(bad, sample_results());
+    FAIL() << "wrote into a folder that does not exist";
+  } catch (const RecordError& e) {
+    EXPECT_NE(std::string(e.what()).find(bad), std::string::npos);
+  }
+  // A truncated file is rejected on read.
+  {
+    std::ofstream f(dir / "cut.json");
+    f << results_to_json(sample_results()).substr(0, 200);
+  }
+  EXPECT_THROW(read_results((dir / "cut.json").string()), RecordError);
+  EXPECT_THROW(read_trace((dir / "nothing-here.json").string()), RecordError);
+  fs::remove_all(dir);
+}
+
+TEST(Records, ResidentSlotsNeverOverlapOnOneSm) {
+  std::vector<TraceRecord> recs = {
+      {0, 0, 0, 1, 0, 0, 0, 100},   {0, 1, 0, 1, 0, 1, 10, 50},  {0, 2, 0, 1, 0, 2, 50, 90},
+      {0, 3, 0, 1, 0, 3, 100, 120}, {0, 4, 0, 1, 1, 4, 0, 10},   {0, 5, 0, 1, 0, 5, 20, 20},
+  };
+  const auto slot = assign_resident_slots(recs);
+  for (size_t i = 0; i < recs.size(); ++i)
+    for (size_t j = i + 1; j < recs.size(); ++j)
+      if (recs[i].sm == recs[j].sm && slot[i] == slot[j])
+        EXPECT_TRUE(recs[i].end_ns <= recs[j].start_ns || recs[j].end_ns <= recs[i].start_ns)
+            << "records " << i << " and " << j << " overlap on one track";
+  EXPECT_EQ(slot[0], 0);
+  EXPECT_EQ(slot[4], 0);  // another SM starts again at slot 0
+  EXPECT_LE(*std::max_element(slot.begin(), slot.end()), 2);
+}
+
+TEST(Records, ChromeExportIsValidJsonWithOneEventPerRecord) {
+  const Trace t = sample_trace();
+  const auto j = nlohmann::json::parse(trace_to_chrome_json(t));
+  int complete = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++complete;
+      EXPECT_LT(e["pid"].get<int>(), 132);
+      EXPECT_GE(e["dur"].get<double>(), 0.0);
+    }
+  }
+  EXPECT_EQ(complete, 6);
+}
+
+TEST(Records, RebaseMakesEarliestStartZero) {
+  std::vector<TraceRecord> recs = {{0, 0, 0, 1, 0, 0, 500, 700}, {0, 1, 0, 1, 0, 1, 400, 900}};
+  EXPECT_EQ(rebase_trace_times(recs), 400u);
+  EXPECT_EQ(recs[1].start_ns, 0u);
+  EXPECT_EQ(recs[0].end_ns, 300u);
+}
+
+}  // namespace
