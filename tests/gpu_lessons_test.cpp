@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "harness/options.hpp"
 #include "records/records.hpp"
 #include "schedule/tile_order.hpp"
 
@@ -56,7 +57,7 @@ fs::path scratch(const std::string& name) {
   return dir / name;
 }
 
-const char* kLessons[] = {"lesson01_naive", "lesson02_blocked", "lesson03_grouped", "lesson04_hopper"};
+const std::string kLessons[] = {"lesson01_naive", "lesson02_blocked", "lesson03_grouped", "lesson04_hopper"};
 
 struct Shape {
   int m, n, k;
