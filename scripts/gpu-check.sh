@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# The full GPU check, for a machine with an NVIDIA GPU (H100/H200 for the
+# headline numbers). Stages run in order; each can also run alone:
+#
+#   scripts/gpu-check.sh                      build tests sanitize lessons compare
+#   scripts/gpu-check.sh lessons compare      only those stages (needs a build)
+#
+#   build     configure (viewer off) and build with ninja
+#   tests     CPU tests and GPU tests (every variant vs cuBLAS and fp64; traces)
+#   sanitize  compute-sanitizer memcheck and racecheck on small shapes, every lesson
+#   lessons   every lesson at 4096^3 with results JSON; traces of chosen variants
+#   compare   workbook compare at the headline square shapes; lessons 03/04 at 2048-8192
+#
+# Leaves under $OUT (default ./gpu-check-out): summary.txt and gpu-check.tar.gz
+# (results/, traces/, logs/). Exit status: non-zero when a stage failed.
+set -u -o pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/gpu-check-out}
+build=${WORKBOOK_BUILD_DIR:-$root/build-gpu}
+bin=$build/bin
+work=$out/gpu-check
+mkdir -p "$work/results" "$work/traces" "$work/logs"
+summary=$out/summary.txt
+lessons=(lesson01_naive lesson02_blocked lesson03_grouped lesson04_hopper)
+failed=0
+
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+
+say() { echo "$*" | tee -a "$summary"; }
+
+# run_stage NAME: runs stage_NAME, logs it, records PASS/FAIL and its duration.
+run_stage() {
+  local name=$1 start rc
+  start=$(date +%s)
+  echo "== stage $name" | tee -a "$summary"
+  "stage_$name" > >(tee "$work/logs/$name.log") 2>&1
+  rc=$?
+  say "-- stage $name: $([ $rc -eq 0 ] && echo PASS || echo "FAIL (exit $rc)") in $(( $(date +%s) - start )) s"
+  [ $rc -eq 0 ] || failed=1
+}
+
+have() { [ -x "$bin/$1" ]; }
+
+stage_build() {
+  local gen=()
+  command -v ninja >/dev/null && gen=(-G Ninja)
+  [ -f "$build/CMakeCache.txt" ] && gen=()
+  cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DWORKBOOK_CUDA_ARCHITECTURES="${WORKBOOK_CUDA_ARCHITECTURES:-90a-real}" -DWORKBOOK_WITH_VIEWER=OFF &&
+    cmake --build "$build" -j "$(nproc)"
+}
+
+stage_tests() {
+  local rc=0
+  "$bin/cpu_tests" --gtest_brief=1 || rc=1
+  "$bin/gpu_tests" --gtest_brief=1 || rc=1
+  return $rc
+}
+
+stage_sanitize() {
+  local rc=0 l tool
+  command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found"; return 1; }
+  for l in "${lessons[@]}"; do
+    have "$l" || continue
+    for tool in memcheck racecheck; do
+      # Small shapes with tails; --kernel-regex keeps the check on our kernels, not cuBLAS's.
+      if compute-sanitizer --tool "$tool" --error-exitcode 99 --kernel-regex kns=wb \
+           "$bin/$l" --m 130 --n 136 --k 72 --reps 1 --rounds 1 > "$work/logs/sanitize-$tool-$l.log" 2>&1; then
+        echo "$tool $l: clean ($(grep -c . "$work/logs/sanitize-$tool-$l.log") lines of output)"
+      else
+        echo "$tool $l: FAILED"; tail -n 30 "$work/logs/sanitize-$tool-$l.log"; rc=1
+      fi
+      grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$work/logs/sanitize-$tool-$l.log" | sed "s/^/  /"
+    done
+  done
+  return $rc
+}
+
+# trace LESSON VARIANT [shape args]: a traced run of one variant.
+trace() {
+  local l=$1 v=$2; shift 2
+  have "$l" || return 0
+  "$bin/$l" --variant "$v" --reps 9 --rounds 3 "$@" --trace "$work/traces/$l.$v.json"
+}
+
+stage_lessons() {
+  local rc=0 l
+  for l in "${lessons[@]}"; do
+    have "$l" || { echo "$l: not built"; continue; }
+    "$bin/$l" --json "$work/results/$l.json" || rc=1
+  done
+  # Traces the viewer replays: the largest (naive, 65,536 blocks), row-major vs grouped, persistent.
+  trace lesson01_naive coalesced || rc=1
+  trace lesson02_blocked "$("$bin/lesson02_blocked" --list | tail -n 1 | cut -d' ' -f1)" || rc=1
+  trace lesson03_grouped row_major || rc=1
+  trace lesson03_grouped grouped8 || rc=1
+  trace lesson03_grouped row_major --m 8192 --n 8192 --k 8192 || true
+  trace lesson04_hopper persistent || rc=1
+  return $rc
+}
+
+stage_compare() {
+  local rc=0 s l
+  for s in 2048 4096; do
+    "$bin/workbook" compare --m $s --n $s --k $s --json "$work/results/compare-$s.json" || rc=1
+  done
+  # The fast lessons alone at 8192^3 and 1024^3 (the naive kernels would take minutes at 8192^3).
+  for l in lesson03_grouped lesson04_hopper; do
+    have "$l" || continue
+    for s in 1024 8192; do "$bin/$l" --m $s --n $s --k $s --json "$work/results/$l-$s.json" || rc=1; done
+  done
+  return $rc
+}
+
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(build tests sanitize lessons compare)
+for s in "${stages[@]}"; do
+  declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons compare)"; exit 2; }
+done
+{
+  echo "matmul-workbook GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null | sed 's/^/GPU: /'
+  nvcc --version 2>/dev/null | tail -n 1
+} | tee "$summary"
+for s in "${stages[@]}"; do
+  if [ "$s" != build ] && [ ! -x "$bin/workbook" ]; then say "-- stage $s: FAIL (no build in $build)"; failed=1; continue; fi
+  run_stage "$s"
+done
+
+# The lesson reports, for the summary.
+if [ -f "$work/logs/lessons.log" ]; then
+  say ""; say "== lesson tables (stage lessons)"
+  grep -E "^(GPU|shape|variant|-{20}|[a-z0-9_]+ +[0-9.]+ +[0-9.]+|.*skipped:|note:|trace:)" "$work/logs/lessons.log" >> "$summary"
+fi
+if [ -f "$work/logs/compare.log" ]; then
+  say ""; say "== compare (stage compare)"
+  grep -vE "^running " "$work/logs/compare.log" | grep -vE "^  (idea|new|faster|look)" >> "$summary"
+fi
+say ""; say "gpu-check: $([ $failed -eq 0 ] && echo PASSED || echo FAILED) (stages: ${stages[*]})"
+tar czf "$out/gpu-check.tar.gz" -C "$out" gpu-check && rm -rf "$work"
+exit $failed

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what the workbook needs from the distribution's packages (Debian 12,
+# Ubuntu 24.04), only what is missing, with sudo when not root; then configures
+# and builds into build/. Never installs CUDA: without a usable nvcc the build is
+# host-only and says so.
+#
+#   scripts/setup.sh            set up and build
+# Environment: WORKBOOK_CUDA_ARCHITECTURES (e.g. 90a-real) picks the GPU architectures;
+#              WORKBOOK_BUILD_DIR the build folder (default build/).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${WORKBOOK_BUILD_DIR:-$root/build}
+
+packages=(g++ cmake make pkg-config git libgtest-dev nlohmann-json3-dev libcli11-dev
+          libimgui-dev libglfw3-dev libgl-dev xvfb xauth libgl1-mesa-dri)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+echo "setup: needs ${packages[*]}"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "setup: all present"
+fi
+
+# nvcc is often installed outside PATH.
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+fi
+
+generator=()
+if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+cmake_args=(-S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release)
+if [ ! -f "$build/CMakeCache.txt" ]; then cmake_args+=("${generator[@]}"); fi
+if [ -n "${WORKBOOK_CUDA_ARCHITECTURES:-}" ]; then
+  cmake_args+=("-DWORKBOOK_CUDA_ARCHITECTURES=$WORKBOOK_CUDA_ARCHITECTURES")
+fi
+cmake "${cmake_args[@]}" | grep -E "matmul-workbook|tile-viewer|Error|error" || true
+cmake --build "$build" -j "$(nproc)"
