@@ -2,14 +2,15 @@
 # The full GPU check, for a machine with an NVIDIA GPU (H100/H200 for the
 # headline numbers). Stages run in order; each can also run alone:
 #
-#   scripts/gpu-check.sh                      build tests sanitize lessons compare
+#   scripts/gpu-check.sh                      build tests sanitize lessons ncu compare
 #   scripts/gpu-check.sh lessons compare      only those stages (needs a build)
 #
 #   build     configure (viewer off) and build with ninja
 #   tests     CPU tests and GPU tests (every variant vs cuBLAS and fp64; traces)
 #   sanitize  compute-sanitizer memcheck and racecheck on small shapes, every lesson
 #   lessons   every lesson at 4096^3 with results JSON; traces of chosen variants
-#   compare   workbook compare at the headline square shapes; lessons 03/04 at 2048-8192
+#   ncu       lesson 03's orders under Nsight Compute (DRAM bytes, L2 hit rate) beside the L2 model
+#   compare   workbook compare at the headline square shapes; lessons 03/04 at 1024 and 8192
 #
 # Leaves under $OUT (default ./gpu-check-out): summary.txt and gpu-check.tar.gz
 # (results/, traces/, logs/). Exit status: non-zero when a stage failed.
@@ -99,6 +100,25 @@ stage_lessons() {
   return $rc
 }
 
+# Nsight Compute beside the L2 model: DRAM bytes read and L2 hit rate of lesson 03's
+# kernel in each tile order (one profiled launch each, clocks left as they are).
+stage_ncu() {
+  local rc=0 s v
+  command -v ncu >/dev/null || { echo "ncu not found: skipping the measured side of the L2 model"; return 0; }
+  have lesson03_grouped || return 0
+  for s in 4096 8192; do
+    for v in row_major column_major grouped8; do
+      echo "-- lesson03_grouped $v at ${s}^3"
+      "$bin/lesson03_grouped" --variant $v --m $s --n $s --k $s --reps 1 --rounds 1 --no-check | grep "L2 model"
+      ncu --clock-control none --kernel-name-base demangled --kernel-name regex:pipelined --launch-skip 1 \
+          --launch-count 1 --metrics dram__bytes_read.sum,lts__t_sector_hit_rate.pct \
+          "$bin/lesson03_grouped" --variant $v --m $s --n $s --k $s --reps 1 --rounds 1 --no-check 2>&1 |
+        grep -E "dram__bytes_read.sum|lts__t_sector_hit_rate.pct" || rc=1
+    done
+  done
+  return $rc
+}
+
 stage_compare() {
   local rc=0 s l
   for s in 2048 4096; do
@@ -113,9 +133,9 @@ stage_compare() {
 }
 
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(build tests sanitize lessons compare)
+[ ${#stages[@]} -gt 0 ] || stages=(build tests sanitize lessons ncu compare)
 for s in "${stages[@]}"; do
-  declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons compare)"; exit 2; }
+  declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons ncu compare)"; exit 2; }
 done
 {
   echo "matmul-workbook GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)"
@@ -131,6 +151,10 @@ done
 if [ -f "$work/logs/lessons.log" ]; then
   say ""; say "== lesson tables (stage lessons)"
   grep -E "^(GPU|shape|variant|-{20}|[a-z0-9_]+ +[0-9.]+ +[0-9.]+|.*skipped:|note:|trace:)" "$work/logs/lessons.log" >> "$summary"
+fi
+if [ -f "$work/logs/ncu.log" ]; then
+  say ""; say "== L2 model vs Nsight Compute (stage ncu)"
+  cat "$work/logs/ncu.log" >> "$summary"
 fi
 if [ -f "$work/logs/compare.log" ]; then
   say ""; say "== compare (stage compare)"

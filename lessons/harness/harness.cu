@@ -524,6 +524,14 @@ int LessonRun::run() {
               "poisoned before each); %% cuBLAS = median over rounds of cuBLAS time / variant time\n",
               res.timing.reps_per_round * opt_.rounds, opt_.rounds);
 
+  bool any_model = false;
+  for (size_t i = 0; i < selected_.size(); ++i) {
+    const Variant& v = *selected_[i].variant;
+    if (!selected_[i].skip_reason.empty() || !v.model) continue;
+    if (!any_model) std::printf("\nmodel predictions for this GPU, beside the measured times above:\n");
+    any_model = true;
+    std::printf("  %-22s %s\n", v.name.c_str(), v.model(shape, selected_[i].config, header_.gpu).c_str());
+  }
   if (!opt_.trace_path.empty()) write_traces(results);
   if (!opt_.json_path.empty()) {
     write_results(opt_.json_path, res);

@@ -53,6 +53,9 @@ struct Variant {
   std::function<double(const GemmShape&)> bytes;
   // A note for this shape (e.g. "falls back to lesson 03: row stride not 16-byte aligned"); empty: none.
   std::function<std::string(const GemmShape&)> note;
+  // What a model predicts for this variant on this GPU (e.g. the L2 model's DRAM
+  // bytes for its tile order), printed under the report beside the measurement.
+  std::function<std::string(const GemmShape&, const KernelConfig&, const GpuInfo&)> model;
 };
 
 // Runs a lesson: see the file comment. Returns the process exit code

@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "models/l2_model.hpp"
+#include "schedule/tile_order.hpp"
+
 namespace wb {
 
 namespace fs = std::filesystem;
@@ -69,6 +72,29 @@ std::string format_recorded_results(const std::string& assets, const std::string
     }
   }
   return out;
+}
+
+std::string l2_model_line(int64_t m, int64_t n, int64_t k, const KernelConfig& c, const GpuInfo& gpu) {
+  L2ModelInput in;
+  if (!parse_tile_order(c.order.c_str(), &in.order)) return "L2 model: unknown order '" + c.order + "'";
+  if (c.block_m < 1 || c.block_n < 1 || c.block_k < 1) return "L2 model: kernel has no tile sizes";
+  in.tiles_m = int(ceil_div64(m, c.block_m));
+  in.tiles_n = int(ceil_div64(n, c.block_n));
+  in.k_steps = int(ceil_div64(k, c.block_k));
+  in.a_block_bytes = int64_t(c.block_m) * c.block_k * 2;  // fp16
+  in.b_block_bytes = int64_t(c.block_k) * c.block_n * 2;
+  in.l2_bytes = gpu.l2_bytes;
+  in.blocks_in_flight = std::max(1, gpu.sm_count * std::max(1, c.blocks_per_sm));
+  in.group_m = std::max(1, c.group_m);
+  const L2ModelResult r = simulate_l2(in);
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "L2 model (%s%s, %d blocks in flight): %.3f GB from DRAM, %.2fx the compulsory %.3f GB, "
+                "hit rate %.1f%%, %zu waves",
+                c.order.c_str(), in.order == TileOrder::grouped ? (" " + std::to_string(in.group_m)).c_str() : "",
+                in.blocks_in_flight, r.dram_bytes / 1e9, double(r.dram_bytes) / double(std::max<int64_t>(1, r.compulsory_bytes)),
+                r.compulsory_bytes / 1e9, 100.0 * r.hit_rate(), r.waves.size());
+  return buf;
 }
 
 std::string gpu_slug(const std::string& gpu_name) {

@@ -22,6 +22,10 @@ std::vector<std::string> recorded_results_files(const std::string& assets, const
 // a line saying there are none when there are none.
 std::string format_recorded_results(const std::string& assets, const std::string& lesson_id);
 
+// The L2 model's prediction for a tiled kernel's order on this GPU: DRAM bytes,
+// hit rate, waves. Uses the kernel's tile sizes, order, GROUP_M and blocks per SM.
+std::string l2_model_line(int64_t m, int64_t n, int64_t k, const KernelConfig& kernel, const GpuInfo& gpu);
+
 // Lower-case, '-' separated: "NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3".
 std::string gpu_slug(const std::string& gpu_name);
 
