@@ -24,21 +24,23 @@ namespace {
 
 // ---- reading helpers: every missing or mistyped field is a RecordError ----
 
-const json& field(const json& j, const char* key, const std::string& where) {
+// Returns a pointer, not a reference: the caller's `where` is often a temporary,
+// and a reference-returning function taking one trips -Wdangling-reference.
+const json* field_ptr(const json& j, const char* key, const std::string& where) {
   if (!j.is_object()) throw RecordError(where + ": expected an object");
   auto it = j.find(key);
   if (it == j.end()) throw RecordError(where + ": missing field '" + key + "'");
-  return *it;
+  return &*it;
 }
 
 std::string get_string(const json& j, const char* key, const std::string& where) {
-  const json& v = field(j, key, where);
+  const json& v = *field_ptr(j, key, where);
   if (!v.is_string()) throw RecordError(where + "." + key + ": expected a string");
   return v.get<std::string>();
 }
 
 double get_number(const json& j, const char* key, const std::string& where) {
-  const json& v = field(j, key, where);
+  const json& v = *field_ptr(j, key, where);
   if (!v.is_number()) throw RecordError(where + "." + key + ": expected a number");
   const double d = v.get<double>();
   if (!std::isfinite(d)) throw RecordError(where + "." + key + ": not a finite number");
@@ -46,7 +48,7 @@ double get_number(const json& j, const char* key, const std::string& where) {
 }
 
 int64_t get_int(const json& j, const char* key, const std::string& where) {
-  const json& v = field(j, key, where);
+  const json& v = *field_ptr(j, key, where);
   if (!v.is_number_integer()) throw RecordError(where + "." + key + ": expected an integer");
   return v.get<int64_t>();
 }
@@ -58,7 +60,7 @@ int64_t get_nonneg(const json& j, const char* key, const std::string& where) {
 }
 
 bool get_bool(const json& j, const char* key, const std::string& where) {
-  const json& v = field(j, key, where);
+  const json& v = *field_ptr(j, key, where);
   if (!v.is_boolean()) throw RecordError(where + "." + key + ": expected true or false");
   return v.get<bool>();
 }
@@ -130,13 +132,13 @@ RunHeader header_from_json(const json& j, const char* what) {
   RunHeader h;
   h.date = get_string(j, "date", what);
   h.commit = get_string(j, "commit", what);
-  const json& v = field(j, "versions", what);
+  const json& v = *field_ptr(j, "versions", what);
   h.versions.driver = get_string(v, "driver", "versions");
   h.versions.runtime = get_string(v, "cuda_runtime", "versions");
   h.versions.cublas = get_string(v, "cublas", "versions");
-  h.gpu = gpu_from_json(field(j, "gpu", what));
+  h.gpu = gpu_from_json(*field_ptr(j, "gpu", what));
   h.lesson = get_string(j, "lesson", what);
-  const json& s = field(j, "shape", what);
+  const json& s = *field_ptr(j, "shape", what);
   h.m = get_int(s, "m", "shape");
   h.n = get_int(s, "n", "shape");
   h.k = get_int(s, "k", "shape");
@@ -198,12 +200,12 @@ Results results_from_json(const std::string& text) {
   check_schema(j, kResultsSchema, "results");
   Results r;
   r.header = header_from_json(j, "results");
-  const json& t = field(j, "timing", "results");
+  const json& t = *field_ptr(j, "timing", "results");
   r.timing.rounds = int(get_nonneg(t, "rounds", "timing"));
   r.timing.reps_per_round = int(get_nonneg(t, "reps_per_round", "timing"));
   r.timing.warmup = int(get_nonneg(t, "warmup", "timing"));
   r.timing.l2_flush_bytes = get_nonneg(t, "l2_flush_bytes", "timing");
-  const json& vs = field(j, "variants", "results");
+  const json& vs = *field_ptr(j, "variants", "results");
   if (!vs.is_array()) throw RecordError("results.variants: expected an array");
   for (size_t i = 0; i < vs.size(); ++i) {
     const std::string w = "variants[" + std::to_string(i) + "]";
@@ -279,7 +281,7 @@ Trace trace_from_json(const std::string& text) {
   Trace t;
   t.header = header_from_json(j, "trace");
   t.variant = get_string(j, "variant", "trace");
-  const json& c = field(j, "kernel", "trace");
+  const json& c = *field_ptr(j, "kernel", "trace");
   const std::string w = "kernel";
   KernelConfig& k = t.kernel;
   k.block_m = int(get_nonneg(c, "block_m", w));
@@ -298,11 +300,11 @@ Trace trace_from_json(const std::string& text) {
   k.smem_bytes = int(get_nonneg(c, "smem_bytes", w));
   k.persistent = get_bool(c, "persistent", w);
   if (k.tiles_m < 1 || k.tiles_n < 1) throw RecordError("kernel: tiles_m and tiles_n must be at least 1");
-  const json& tm = field(j, "timing", "trace");
+  const json& tm = *field_ptr(j, "timing", "trace");
   t.median_ms = get_number(tm, "median_ms", "timing");
   t.traced_ms = get_number(tm, "traced_ms", "timing");
   t.time_origin_ns = uint64_t(get_nonneg(tm, "time_origin_ns", "timing"));
-  const json& recs = field(j, "records", "trace");
+  const json& recs = *field_ptr(j, "records", "trace");
   if (!recs.is_array()) throw RecordError("trace.records: expected an array");
   t.records.reserve(recs.size());
   for (size_t i = 0; i < recs.size(); ++i) {

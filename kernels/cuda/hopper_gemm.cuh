@@ -1,0 +1,567 @@
+// Lesson 04's kernels: fp16 GEMM on Hopper (sm_90a) with TMA, mbarriers and
+// wgmma, in the lesson's steps, and their launchers.
+//
+//   tma_wgmma_kernel         one warpgroup does everything: thread 0 keeps
+//                            kStages TMA copies in flight, all 128 threads run
+//                            wgmma on the stage that has landed.
+//   warp_specialized_kernel  a producer warpgroup only copies (and gives its
+//                            registers away), two consumer warpgroups only
+//                            multiply (and take those registers); stages are
+//                            handed back and forth through "full" and "empty"
+//                            mbarriers. kPersistent = true: one block per SM
+//                            walks the tiles in the grouped order, so the
+//                            producer loads tile i+1 while the consumers store
+//                            tile i. kCluster = 2: pairs of blocks share
+//                            each B tile through TMA multicast. The fused
+//                            activation is a template parameter of the epilogue.
+//
+// C = act(A * B): A (M x K), B (K x N), C (M x N), all row-major fp16, fp32
+// accumulation. Tails in M, N and K: TMA zero-fills the parts of a box outside
+// the matrix, and the epilogue masks its stores. TMA needs K % 8 == 0 and
+// N % 8 == 0 (16-byte row strides); other shapes go to lesson 03's kernel.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "cuda/common.cuh"
+#include "cuda/hopper_tma.cuh"
+#include "cuda/hopper_wgmma.cuh"
+#include "cuda/pipelined_mma.cuh"  // lesson 03: the fallback for shapes TMA cannot describe
+#include "harness/harness.cuh"
+#include "records/records.hpp"
+#include "schedule/activation.hpp"
+#include "schedule/tile_order.hpp"
+
+namespace wb::hopper {
+
+// ------------------------------------------------------------ configuration
+constexpr int kBlockK = 64;            // <- k per stage: one 128-byte swizzle line of fp16
+constexpr int kGroupM = 8;             // <- grouped order: 8 tile rows per group
+constexpr int kAlignSlack = 1024;      // dynamic smem is aligned up to the 1024-byte swizzle atom
+
+// Step 1: one warpgroup, 128 x 128 tiles.
+constexpr int kSimpleBlockM = 128;     // <- two 64-row wgmmas per k16 step
+constexpr int kSimpleBlockN = 128;
+constexpr int kSimpleStages = 4;       // <- TMA copies in flight
+constexpr int kSimpleThreads = kWarpgroupThreads;
+
+// Steps 2-5: producer + 2 consumer warpgroups, 128 x 256 tiles.
+constexpr int kConsumers = 2;          // <- consumer warpgroups, 64 rows each
+constexpr int kWsBlockM = 64 * kConsumers;
+constexpr int kWsBlockN = 256;         // <- one m64n256k16 wgmma per consumer per k16 step
+constexpr int kWsStages = 4;           // <- 4 x 48 KB of 227 KB
+constexpr int kWsThreads = (kConsumers + 1) * kWarpgroupThreads;
+constexpr int kProducerRegs = 40;      // <- setmaxnreg: what the copying warpgroup keeps
+constexpr int kConsumerRegs = 232;     // <- and what each multiplying warpgroup gets
+
+static_assert(kBlockK * sizeof(__half) == kSwizzleBytes, "BLOCK_K must fill exactly one 128-byte swizzle line");
+static_assert(kWsBlockN % kPanelCols == 0 && kSimpleBlockN % kPanelCols == 0,
+              "BLOCK_N must be a whole number of 64-column panels (one TMA box each)");
+static_assert(kSimpleBlockM % 64 == 0 && kWsBlockM == 64 * kConsumers, "wgmma covers 64 rows per instruction");
+static_assert(kProducerRegs + kConsumers * kConsumerRegs <= 65536 / kWarpgroupThreads,
+              "the warpgroups' register budgets must fit the 64K-register file");
+static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0, "setmaxnreg counts are multiples of 8");
+
+// One pipeline slot's worth of shared memory, and the barriers.
+template <int kBlockM, int kBlockN, int kStages>
+struct PipelineSmem {
+  static constexpr int kATileElems = kBlockM * kBlockK;   // (BLOCK_M, 64), K-major
+  static constexpr int kBPanelElems = kBlockK * kPanelCols;  // (64, 64), N-major
+  static constexpr int kBTileElems = kBlockK * kBlockN;   // BLOCK_N / 64 panels
+  static constexpr uint32_t kStageBytes = (kATileElems + kBTileElems) * sizeof(__half);
+
+  __half a[kStages][kATileElems];
+  __half b[kStages][kBTileElems];
+  uint64_t full[kStages];   // TMA -> consumers: "the stage has landed"
+  uint64_t empty[kStages];  // consumers -> producer: "the stage may be overwritten"
+
+  static_assert((kATileElems * sizeof(__half)) % kSwizzleAtomBytes == 0 &&
+                    (kBPanelElems * sizeof(__half)) % kSwizzleAtomBytes == 0,
+                "every tile must start on a 1024-byte swizzle atom");
+};
+
+template <class Smem>
+constexpr int smem_bytes_for() {
+  return int(sizeof(Smem)) + kAlignSlack;
+}
+
+template <class Smem>
+__device__ __forceinline__ Smem& aligned_smem(uint8_t* raw) {
+  const uintptr_t p = (reinterpret_cast<uintptr_t>(raw) + kAlignSlack - 1) & ~uintptr_t(kAlignSlack - 1);
+  return *reinterpret_cast<Smem*>(p);
+}
+
+// Issues the copies of k tile `kt` of output tile (tile_row, tile_col) into slot
+// `slot`: one box of A (BLOCK_M x 64) and BLOCK_N / 64 boxes of B (64 x 64).
+template <class Smem, int kBlockM, int kBlockN>
+__device__ __forceinline__ void load_stage(Smem& s, int slot, const CUtensorMap* a_map, const CUtensorMap* b_map,
+                                           int tile_row, int tile_col, int kt) {
+  mbarrier_arrive_expect_bytes(&s.full[slot], Smem::kStageBytes);  // zero-filled bytes count too
+  tma_load_2d(s.a[slot], a_map, tile_row * kBlockM, kt * kBlockK, &s.full[slot]);
+#pragma unroll
+  for (int p = 0; p < kBlockN / kPanelCols; ++p) {
+    tma_load_2d(s.b[slot] + p * Smem::kBPanelElems, b_map, kt * kBlockK, tile_col * kBlockN + p * kPanelCols,
+                &s.full[slot]);
+  }
+}
+
+// Stores one warpgroup's 64 x kN accumulator at (row0, col0) of C, applying the
+// activation in fp32 and rounding to fp16; rows and columns past M, N are masked.
+// N is a multiple of 8 here (TMA's rule), so a column pair is in or out together.
+template <int kN, Activation kAct>
+__device__ __forceinline__ void store_tile(const float (&d)[kN / 2], __half* c, int m, int n, int row0, int col0) {
+  const int lane = threadIdx.x % 32;
+  const int warp = (threadIdx.x % kWarpgroupThreads) / 32;
+  const int row = row0 + 16 * warp + lane / 4;
+#pragma unroll
+  for (int j = 0; j < kN / 8; ++j) {
+    const int col = col0 + 8 * j + 2 * (lane % 4);
+    if (col < n) {
+      if (row < m) {
+        *reinterpret_cast<__half2*>(c + int64_t(row) * n + col) =
+            __floats2half2_rn(apply_activation(kAct, d[4 * j + 0]), apply_activation(kAct, d[4 * j + 1]));
+      }
+      if (row + 8 < m) {
+        *reinterpret_cast<__half2*>(c + int64_t(row + 8) * n + col) =
+            __floats2half2_rn(apply_activation(kAct, d[4 * j + 2]), apply_activation(kAct, d[4 * j + 3]));
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ void write_trace(TraceRecord* trace, int unit, TileCoord tile, int k, uint64_t start_ns) {
+  TraceRecord r;
+  r.tile_m = tile.m;
+  r.tile_n = tile.n;
+  r.k_begin = 0;
+  r.k_end = k;
+  r.sm = int32_t(sm_id());
+  r.unit = unit;
+  r.start_ns = start_ns;
+  r.end_ns = global_timer_ns();
+  trace[unit] = r;
+}
+
+// ================================================================ step 1
+// One warpgroup, in-order pipeline. Thread 0 fills kStages slots up front;
+// after the wgmmas on slot s finish, the block syncs and thread 0 refills s
+// with the k tile kStages ahead. The tensor cores wait while a slot is
+// refilled and while the next wgmmas are issued: that is what step 2 fixes.
+template <int kBlockM, int kBlockN, int kStages>
+__global__ void __launch_bounds__(kSimpleThreads)
+    tma_wgmma_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                     __half* __restrict__ c, int m, int n, int k, int tiles_m, int tiles_n, TraceRecord* trace) {
+#if WB_WGMMA_DEVICE
+  using Smem = PipelineSmem<kBlockM, kBlockN, kStages>;
+  extern __shared__ uint8_t smem_raw[];
+  Smem& s = aligned_smem<Smem>(smem_raw);
+  constexpr int kRowSlices = kBlockM / 64;  // 64-row wgmmas per k16 step
+
+  const uint64_t t0 = trace ? global_timer_ns() : 0;
+  const TileCoord tile = tile_of(TileOrder::grouped, int(blockIdx.x), tiles_m, tiles_n, kGroupM);
+  const int k_tiles = ceil_div(k, kBlockK);
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_descriptor(&a_map);
+    tma_prefetch_descriptor(&b_map);
+    for (int i = 0; i < kStages; ++i) mbarrier_init(&s.full[i], 1);
+    fence_barrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int kt = 0; kt < min_int(kStages, k_tiles); ++kt)
+      load_stage<Smem, kBlockM, kBlockN>(s, kt, &a_map, &b_map, tile.m, tile.n, kt);
+  }
+
+  float acc[kRowSlices][kBlockN / 2];  // (64, BLOCK_N) per row slice, fp32
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    const int slot = kt % kStages;
+    mbarrier_wait(&s.full[slot], (kt / kStages) & 1);
+    const uint32_t a_base = smem_u32(s.a[slot]);
+    const uint32_t b_base = smem_u32(s.b[slot]);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
+      const uint64_t desc_b = desc_n_major_b(b_base + kk * 2 * kSwizzleAtomBytes, Smem::kBPanelElems * sizeof(__half));
+#pragma unroll
+      for (int r = 0; r < kRowSlices; ++r) {
+        const uint64_t desc_a = desc_k_major_a(a_base + r * 64 * kSwizzleBytes + kk * kWgmmaK * sizeof(__half));
+        wgmma_m64k16<kBlockN>(acc[r], desc_a, desc_b, kt > 0 || kk > 0);
+      }
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+#pragma unroll
+    for (int r = 0; r < kRowSlices; ++r) fence_accumulators(acc[r]);
+    __syncthreads();  // every warp is done reading the slot
+    if (threadIdx.x == 0 && kt + kStages < k_tiles)
+      load_stage<Smem, kBlockM, kBlockN>(s, slot, &a_map, &b_map, tile.m, tile.n, kt + kStages);
+  }
+
+#pragma unroll
+  for (int r = 0; r < kRowSlices; ++r)
+    store_tile<kBlockN, Activation::none>(acc[r], c, m, n, tile.m * kBlockM + 64 * r, tile.n * kBlockN);
+  if (trace != nullptr && threadIdx.x == 0) write_trace(trace, int(blockIdx.x), tile, k, t0);
+#else
+  (void)m; (void)n; (void)k; (void)tiles_m; (void)tiles_n; (void)c; (void)trace;
+  __trap();
+#endif
+}
+
+// ============================================================ steps 2 to 5
+// Warpgroup 0 is the producer: after giving registers back, one thread issues
+// all TMA copies, waiting on each slot's "empty" barrier before refilling it.
+// Warpgroups 1 and 2 are consumers: each owns 64 rows of the 128 x 256 tile and
+// a 64 x 256 fp32 accumulator (128 registers per thread). A consumer waits on
+// "full", issues four m64n256k16 wgmmas, and keeps one group in flight: once
+// group kt has been issued, group kt-1 is done and its slot is released.
+//
+// kPersistent = false: one block per tile (grid = tiles). true: a grid that
+// fits on the GPU at once, each block (or cluster) walking the work units
+// blockIdx.x / kCluster, + gridDim.x / kCluster, ... in the grouped order.
+// Producer and consumers walk the same list, so the stage/phase counters simply
+// run on across tiles and the producer fetches the next tile during the
+// consumers' epilogue.
+//
+// kCluster = 2: a work unit is a pair of vertically adjacent tiles (rows 2u and
+// 2u+1 of tiles, same column), computed by the two blocks of a cluster. They
+// need the same B tile, so each block copies half of its panels and multicasts
+// them into both blocks' shared memory: B traffic from L2 halves. In return a
+// slot may only be refilled once the consumers of BOTH blocks have released it,
+// so every consumer warp arrives on the "empty" barrier of each block.
+template <int kStages, bool kPersistent, int kCluster, Activation kAct>
+__global__ void __launch_bounds__(kWsThreads, 1)
+    warp_specialized_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                            __half* __restrict__ c, int m, int n, int k, int tiles_m, int tiles_n,
+                            TraceRecord* trace) {
+  static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 blocks along M");
+  static_assert(kCluster == 1 || kPersistent, "clusters are used by the persistent kernel only");
+  static_assert((kWsBlockN / kPanelCols) % kCluster == 0, "each block of a cluster multicasts the same number of panels");
+#if WB_WGMMA_DEVICE
+  using Smem = PipelineSmem<kWsBlockM, kWsBlockN, kStages>;
+  extern __shared__ uint8_t smem_raw[];
+  Smem& s = aligned_smem<Smem>(smem_raw);
+
+  const int num_tiles = tiles_m * tiles_n;
+  const int units_m = ceil_div(tiles_m, kCluster);  // rows of work units
+  const int num_units = units_m * tiles_n;
+  const int first_unit = int(blockIdx.x) / kCluster;
+  const int unit_step = kPersistent ? int(gridDim.x) / kCluster : num_units;  // one unit per block otherwise
+  const int rank = kCluster > 1 ? int(cluster_cta_rank()) : 0;             // which tile of the pair
+  const int k_tiles = ceil_div(k, kBlockK);
+  const int warpgroup = threadIdx.x / kWarpgroupThreads;
+
+  // The tile of work unit `unit` that this block computes (may lie past M in a
+  // pair when tiles_m is odd: its loads are all zeros and its stores masked).
+  auto tile_of_unit = [&](int unit) {
+    TileCoord t = tile_of(TileOrder::grouped, unit, units_m, tiles_n, kGroupM / kCluster);
+    t.m = t.m * kCluster + rank;
+    return t;
+  };
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_descriptor(&a_map);
+    tma_prefetch_descriptor(&b_map);
+    for (int i = 0; i < kStages; ++i) {
+      mbarrier_init(&s.full[i], 1);                           // the producer's expect-bytes arrival
+      mbarrier_init(&s.empty[i], kCluster * kConsumers * 4);  // one arrival per consumer warp of the cluster
+    }
+    fence_barrier_init();
+  }
+  if constexpr (kCluster > 1) {
+    cluster_sync();  // the peer's barriers exist before anything arrives on them
+  } else {
+    __syncthreads();
+  }
+
+  if (warpgroup == 0) {
+    // ---------------------------------------------------------- producer
+    warpgroup_release_registers<kProducerRegs>();
+    if (threadIdx.x == 0) {
+      constexpr int kPanelsPerBlock = kWsBlockN / kPanelCols / kCluster;
+      int slot = 0;
+      uint32_t phase = 0;
+      for (int unit = first_unit; unit < num_units; unit += unit_step) {
+        const TileCoord tile = tile_of_unit(unit);
+        for (int kt = 0; kt < k_tiles; ++kt) {
+          mbarrier_wait(&s.empty[slot], phase ^ 1);  // first lap: passes at once
+          if constexpr (kCluster == 1) {
+            load_stage<Smem, kWsBlockM, kWsBlockN>(s, slot, &a_map, &b_map, tile.m, tile.n, kt);
+          } else {
+            // A: this block's own rows. B: panels rank*P .. rank*P+P-1, into both blocks;
+            // the peer sends the other half, so the barrier still expects a whole stage.
+            mbarrier_arrive_expect_bytes(&s.full[slot], Smem::kStageBytes);
+            tma_load_2d(s.a[slot], &a_map, tile.m * kWsBlockM, kt * kBlockK, &s.full[slot]);
+#pragma unroll
+            for (int i = 0; i < kPanelsPerBlock; ++i) {
+              const int p = rank * kPanelsPerBlock + i;
+              tma_load_2d_multicast(s.b[slot] + p * Smem::kBPanelElems, &b_map, kt * kBlockK,
+                                    tile.n * kWsBlockN + p * kPanelCols, &s.full[slot], uint16_t((1u << kCluster) - 1));
+            }
+          }
+          if (++slot == kStages) { slot = 0; phase ^= 1; }
+        }
+      }
+    }
+  } else {
+    // ---------------------------------------------------------- consumers
+    warpgroup_claim_registers<kConsumerRegs>();
+    const int consumer = warpgroup - 1;  // rows 64*consumer .. +63 of the tile
+    const bool warp_leader = threadIdx.x % 32 == 0;
+    auto release = [&](int released_slot) {
+      if (!warp_leader) return;
+      if constexpr (kCluster == 1) {
+        mbarrier_arrive(&s.empty[released_slot]);
+      } else {
+#pragma unroll
+        for (int cta = 0; cta < kCluster; ++cta) mbarrier_arrive_cluster(&s.empty[released_slot], uint32_t(cta));
+      }
+    };
+    int slot = 0;
+    uint32_t phase = 0;
+    float acc[kWsBlockN / 2];  // (64, 256) fp32 for this warpgroup
+
+    for (int unit = first_unit; unit < num_units; unit += unit_step) {
+      const uint64_t t0 = trace ? global_timer_ns() : 0;
+      const TileCoord tile = tile_of_unit(unit);
+      int previous_slot = -1;
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        mbarrier_wait(&s.full[slot], phase);
+        const uint32_t a_base = smem_u32(s.a[slot]) + consumer * 64 * kSwizzleBytes;
+        const uint32_t b_base = smem_u32(s.b[slot]);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
+          const uint64_t desc_a = desc_k_major_a(a_base + kk * kWgmmaK * sizeof(__half));
+          const uint64_t desc_b =
+              desc_n_major_b(b_base + kk * 2 * kSwizzleAtomBytes, Smem::kBPanelElems * sizeof(__half));
+          wgmma_m64k16<kWsBlockN>(acc, desc_a, desc_b, kt > 0 || kk > 0);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();  // the group of k tile kt-1 has finished reading its slot
+        fence_accumulators(acc);
+        if (previous_slot >= 0) release(previous_slot);
+        previous_slot = slot;
+        if (++slot == kStages) { slot = 0; phase ^= 1; }
+      }
+      wgmma_wait<0>();
+      fence_accumulators(acc);
+      release(previous_slot);  // the producer may start the next tile
+
+      store_tile<kWsBlockN, kAct>(acc, c, m, n, tile.m * kWsBlockM + 64 * consumer, tile.n * kWsBlockN);
+      // Trace unit = the tile's position in the launch order (unit, then rank).
+      const int trace_unit = unit * kCluster + rank;
+      if (trace != nullptr && threadIdx.x == kWarpgroupThreads && tile.m < tiles_m && trace_unit < num_tiles)
+        write_trace(trace, trace_unit, tile, k, t0);
+    }
+  }
+  if constexpr (kCluster > 1) {
+    cluster_sync();  // no block leaves while its peer may still arrive on its barriers
+  }
+#else
+  (void)m; (void)n; (void)k; (void)tiles_m; (void)tiles_n; (void)c; (void)trace;
+  __trap();
+#endif
+}
+
+// ================================================================ launchers
+
+enum class HopperStep { tma_wgmma, warp_specialized, persistent, persistent_cluster };
+
+// True when TMA can describe A and B: row strides of 16-byte multiples.
+inline bool tma_shape_ok(const GemmShape& s) { return tma_row_stride_ok(s.k) && tma_row_stride_ok(s.n); }
+
+// Why a shape goes to lesson 03's kernel; empty when it does not.
+inline std::string hopper_fallback_note(const GemmShape& s) {
+  if (tma_shape_ok(s)) return {};
+  std::string why;
+  if (!tma_row_stride_ok(s.k)) why += "K = " + std::to_string(s.k);
+  if (!tma_row_stride_ok(s.n)) why += std::string(why.empty() ? "" : ", ") + "N = " + std::to_string(s.n);
+  return "falls back to lesson 03's kernel: " + why +
+         " is not a multiple of 8, so a row stride is not a multiple of 16 bytes as TMA requires";
+}
+
+template <class Kernel>
+inline void allow_large_smem(Kernel kernel, int smem_bytes) {
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+}
+
+inline int sm_count() {
+  int device = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+using SimpleSmem = PipelineSmem<kSimpleBlockM, kSimpleBlockN, kSimpleStages>;
+using WsSmem = PipelineSmem<kWsBlockM, kWsBlockN, kWsStages>;
+constexpr auto kSimpleKernel = tma_wgmma_kernel<kSimpleBlockM, kSimpleBlockN, kSimpleStages>;
+template <bool kPersistent, int kCluster, Activation kAct>
+constexpr auto kWsKernel = warp_specialized_kernel<kWsStages, kPersistent, kCluster, kAct>;
+
+// Step 1: one block per 128 x 128 tile.
+inline void launch_tma_wgmma(const GemmArgs& g, cudaStream_t stream) {
+  const int tiles_m = ceil_div(g.m, kSimpleBlockM), tiles_n = ceil_div(g.n, kSimpleBlockN);
+  const CUtensorMap a_map = make_tensor_map_2d(g.a, g.m, g.k, kSimpleBlockM, kBlockK);  // boxes (128, 64)
+  const CUtensorMap b_map = make_tensor_map_2d(g.b, g.k, g.n, kBlockK, kPanelCols);     // boxes (64, 64)
+  const int smem = smem_bytes_for<SimpleSmem>();
+  allow_large_smem(kSimpleKernel, smem);
+  kSimpleKernel<<<tiles_m * tiles_n, kSimpleThreads, smem, stream>>>(a_map, b_map, g.c, g.m, g.n, g.k, tiles_m,
+                                                                     tiles_n, g.trace);
+  CUDA_CHECK_LAUNCH();
+}
+
+// How many clusters of `cluster` blocks of the warp-specialised kernel fit on
+// the GPU at once (occupancy API; GPCs decide, not only the SM count).
+template <bool kPersistent, int kCluster, Activation kAct>
+inline int resident_clusters() {
+  constexpr auto kernel = kWsKernel<kPersistent, kCluster, kAct>;
+  const int smem = smem_bytes_for<WsSmem>();
+  allow_large_smem(kernel, smem);
+  if constexpr (kCluster == 1) {
+    return sm_count() * std::max(1, blocks_per_sm(reinterpret_cast<const void*>(kernel), kWsThreads, smem));
+  } else {
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = kCluster;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    config.gridDim = dim3(kCluster * sm_count(), 1, 1);
+    config.blockDim = dim3(kWsThreads, 1, 1);
+    config.dynamicSmemBytes = smem;
+    config.attrs = attr;
+    config.numAttrs = 1;
+    int clusters = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+    return std::max(1, clusters);
+  }
+}
+
+// Blocks launched for `s`: one per tile, or (persistent) as many work units as
+// fit on the GPU at once, `kCluster` blocks each.
+template <bool kPersistent, int kCluster>
+inline int warp_specialized_grid(const GemmShape& s) {
+  const int tiles_m = ceil_div(s.m, kWsBlockM), tiles_n = ceil_div(s.n, kWsBlockN);
+  if constexpr (!kPersistent) {
+    return tiles_m * tiles_n;
+  } else {
+    static const int resident = resident_clusters<kPersistent, kCluster, Activation::none>();  // once per process
+    const int units = ceil_div(tiles_m, kCluster) * tiles_n;
+    return kCluster * min_int(units, resident);
+  }
+}
+
+// Steps 2-5.
+template <bool kPersistent, int kCluster, Activation kAct>
+inline void launch_warp_specialized(const GemmArgs& g, cudaStream_t stream) {
+  const int tiles_m = ceil_div(g.m, kWsBlockM), tiles_n = ceil_div(g.n, kWsBlockN);
+  const CUtensorMap a_map = make_tensor_map_2d(g.a, g.m, g.k, kWsBlockM, kBlockK);  // boxes (128, 64)
+  const CUtensorMap b_map = make_tensor_map_2d(g.b, g.k, g.n, kBlockK, kPanelCols);  // boxes (64, 64)
+  const int smem = smem_bytes_for<WsSmem>();
+  constexpr auto kernel = kWsKernel<kPersistent, kCluster, kAct>;
+  allow_large_smem(kernel, smem);
+
+  cudaLaunchConfig_t config = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = kCluster;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  config.gridDim = dim3(warp_specialized_grid<kPersistent, kCluster>(GemmShape{g.m, g.n, g.k}), 1, 1);
+  config.blockDim = dim3(kWsThreads, 1, 1);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = attr;
+  config.numAttrs = kCluster > 1 ? 1 : 0;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a_map, b_map, g.c, g.m, g.n, g.k, tiles_m, tiles_n, g.trace));
+}
+
+template <bool kPersistent, int kCluster>
+inline void launch_with_activation(const GemmArgs& g, Activation act, cudaStream_t stream) {
+  switch (act) {
+    case Activation::none: launch_warp_specialized<kPersistent, kCluster, Activation::none>(g, stream); break;
+    case Activation::relu: launch_warp_specialized<kPersistent, kCluster, Activation::relu>(g, stream); break;
+    case Activation::leaky_relu:
+      launch_warp_specialized<kPersistent, kCluster, Activation::leaky_relu>(g, stream);
+      break;
+    case Activation::gelu: launch_warp_specialized<kPersistent, kCluster, Activation::gelu>(g, stream); break;
+    case Activation::silu: launch_warp_specialized<kPersistent, kCluster, Activation::silu>(g, stream); break;
+  }
+}
+
+// Runs `step` with the fused activation `act`; shapes TMA cannot describe run
+// lesson 03's kernel instead (see hopper_fallback_note). Steps 1 and 2 store
+// without an activation; the fused epilogue is taught on the persistent kernels.
+inline void launch_hopper_gemm(const GemmArgs& g, HopperStep step, Activation act, cudaStream_t stream) {
+  if (!tma_shape_ok(GemmShape{g.m, g.n, g.k})) {
+    launch_pipelined_gemm(g, TileOrder::grouped, kGroupM, act, stream);
+    return;
+  }
+  switch (step) {
+    case HopperStep::tma_wgmma:
+    case HopperStep::warp_specialized:
+      if (act != Activation::none)
+        throw CudaError("the Hopper tma_wgmma and warp_specialized steps have no fused activation");
+      if (step == HopperStep::tma_wgmma) {
+        launch_tma_wgmma(g, stream);
+      } else {
+        launch_warp_specialized<false, 1, Activation::none>(g, stream);
+      }
+      break;
+    case HopperStep::persistent: launch_with_activation<true, 1>(g, act, stream); break;
+    case HopperStep::persistent_cluster: launch_with_activation<true, 2>(g, act, stream); break;
+  }
+}
+
+// Tile sizes, grid, occupancy and trace units for `step` on shape `s`.
+inline KernelConfig hopper_gemm_config(const GemmShape& s, HopperStep step) {
+  if (!tma_shape_ok(s)) return pipelined_gemm_config(s, TileOrder::grouped, kGroupM);
+  KernelConfig cfg;
+  const bool simple = step == HopperStep::tma_wgmma;
+  cfg.block_m = simple ? kSimpleBlockM : kWsBlockM;
+  cfg.block_n = simple ? kSimpleBlockN : kWsBlockN;
+  cfg.block_k = kBlockK;
+  cfg.threads = simple ? kSimpleThreads : kWsThreads;
+  cfg.stages = simple ? kSimpleStages : kWsStages;
+  cfg.order = tile_order_name(TileOrder::grouped);
+  cfg.group_m = kGroupM;
+  cfg.tiles_m = ceil_div(s.m, cfg.block_m);
+  cfg.tiles_n = ceil_div(s.n, cfg.block_n);
+  cfg.work_units = int64_t(cfg.tiles_m) * cfg.tiles_n;
+  cfg.persistent = step == HopperStep::persistent || step == HopperStep::persistent_cluster;
+  const void* kernel = nullptr;
+  switch (step) {
+    case HopperStep::tma_wgmma:
+      cfg.smem_bytes = smem_bytes_for<SimpleSmem>();
+      cfg.grid_blocks = cfg.work_units;
+      allow_large_smem(kSimpleKernel, cfg.smem_bytes);
+      kernel = reinterpret_cast<const void*>(kSimpleKernel);
+      break;
+    case HopperStep::warp_specialized:
+      cfg.grid_blocks = warp_specialized_grid<false, 1>(s);
+      kernel = reinterpret_cast<const void*>(kWsKernel<false, 1, Activation::none>);
+      break;
+    case HopperStep::persistent:
+      cfg.grid_blocks = warp_specialized_grid<true, 1>(s);
+      kernel = reinterpret_cast<const void*>(kWsKernel<true, 1, Activation::none>);
+      break;
+    case HopperStep::persistent_cluster:
+      cfg.grid_blocks = warp_specialized_grid<true, 2>(s);
+      kernel = reinterpret_cast<const void*>(kWsKernel<true, 2, Activation::none>);
+      break;
+  }
+  if (!simple) {
+    cfg.smem_bytes = smem_bytes_for<WsSmem>();
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg.smem_bytes));
+  }
+  cfg.blocks_per_sm = blocks_per_sm(kernel, cfg.threads, cfg.smem_bytes);
+  return cfg;
+}
+
+}  // namespace wb::hopper

@@ -1,0 +1,113 @@
+// Lesson 04: Hopper. TMA, an mbarrier pipeline, wgmma, warp specialisation and
+// a persistent grid, clusters: the steps that take a CUDA C++ GEMM to cuBLAS on H100/H200.
+//
+// Lesson 03 ended with cp.async stages, mma.sync fed by ldmatrix, the grouped
+// tile order and a fused epilogue. On Hopper that kernel leaves most of the chip
+// idle: every thread computes addresses and issues its own 16-byte copies, and
+// mma.sync works on 16 x 8 tiles per warp, out of registers that ldmatrix has to
+// fill first. Hopper adds two engines that take that work off the threads:
+//
+// Step 1  tma_wgmma: TMA + mbarrier pipeline + wgmma (one warpgroup, 128 x 128).
+//   TMA (the Tensor Memory Accelerator) copies a whole box (128 x 64 of A, 64 x 64
+//   of B) with ONE instruction from one thread, described by a tensor map built
+//   on the host. It writes the box in the 128-byte swizzled layout that the
+//   tensor cores read without bank conflicts, fills the parts outside the matrix
+//   with zeros (tails for free), and counts the bytes it delivered on an mbarrier
+//   in shared memory; a thread that waits on the barrier's phase knows the stage
+//   has landed. wgmma is the warpgroup (4 warps) MMA: one instruction computes
+//   64 x 128 x 16, reading A and B straight from shared memory through 64-bit
+//   descriptors, and runs asynchronously. B is K x N row-major, i.e. N-major:
+//   wgmma reads it transposed (a flag), so nothing is transposed in memory.
+//   The pipeline is still in order: the warpgroup waits for its wgmmas, syncs,
+//   refills the slot, waits for the next stage.
+//
+// Step 2  warp_specialized: producer + 2 consumer warpgroups (128 x 256 x 64, 4 stages).
+//   Split the roles. Warpgroup 0 only issues TMA copies (one thread suffices);
+//   warpgroups 1 and 2 only issue wgmmas, 64 x 256 each. The roles talk through
+//   two barriers per slot: "full" (TMA -> consumers) and "empty" (consumers ->
+//   producer), so copies and math never wait for each other in lock-step. The
+//   producer needs almost no registers and the consumers need many (a 64 x 256
+//   fp32 accumulator is 128 registers per thread): setmaxnreg moves them from one
+//   warpgroup to the others (40 and 232 per thread). Each consumer keeps one
+//   wgmma group in flight while it waits for the next stage.
+//
+// Step 3  persistent: one block per SM walks the tiles in the grouped order.
+//   A launch of one block per tile pays, per tile, for block start-up, barrier
+//   set-up and a pipeline that drains empty before the epilogue. A persistent
+//   block takes tiles pid = blockIdx.x, + gridDim.x, ... (wb::tile_of, the same
+//   grouped order as lesson 03); its producer runs ahead into the next tile while
+//   the consumers store this one, so loads overlap the epilogue.
+//
+// Step 4  persistent_cluster: pairs of blocks share B through TMA multicast.
+//   Each 128 x 256 tile reads a 128 x 64 slice of A and a 64 x 256 slice of B per
+//   stage: 48 KB from L2 for 4 MFLOP, and at full speed 132 SMs ask L2 for more
+//   than it comfortably serves. Two blocks launched as a thread-block cluster
+//   take vertically adjacent tiles (same columns, so the same B): each copies
+//   half of the B panels and TMA multicasts them into BOTH blocks' shared
+//   memory, so a block reads 32 KB per stage instead of 48. The price is
+//   coordination: a slot is refilled only when the consumers of both blocks
+//   have released it (they arrive on each other's "empty" barriers), and the
+//   pair walks the grouped order as one work unit.
+//
+// Step 5  persistent_cluster_gelu, persistent_cluster_relu: the same kernel with
+//   the activation fused into the epilogue (a template parameter, so `none`
+//   costs nothing). Compare with `persistent_cluster`: the fused epilogue should
+//   cost < 2%.
+//
+// Preconditions: TMA needs 16-byte row strides (K % 8 == 0 and N % 8 == 0 for
+// fp16). Other shapes run lesson 03's kernel instead; the report's note says so.
+// The Hopper kernels need sm_90a (wgmma, setmaxnreg): on other GPUs the
+// variants are skipped and the recorded H100/H200 results are shown.
+//
+// Run:   lesson04_hopper                                 (4096^3, every variant and cuBLAS)
+//        lesson04_hopper --m 8192 --n 8192 --k 8192
+//        lesson04_hopper --m 127 --n 257 --k 136         (tails; N % 8 != 0: lesson 03 fallback)
+// Look:  each step's TFLOP/s and % of cuBLAS; persistent_cluster against its _gelu and _relu.
+
+#include "cuda/hopper_gemm.cuh"
+#include "harness/harness.cuh"
+
+namespace {
+
+using wb::Activation;
+using wb::GemmArgs;
+using wb::GemmShape;
+using wb::Variant;
+using wb::hopper::HopperStep;
+
+Variant hopper_variant(const char* name, const char* what, HopperStep step, Activation act) {
+  Variant v;
+  v.name = name;
+  v.what = what;
+  v.min_cc = 90;  // TMA, mbarrier tx-counts, wgmma, setmaxnreg (sm_90a)
+  v.activation = act;
+  v.config = [step](const GemmShape& s) { return wb::hopper::hopper_gemm_config(s, step); };
+  v.launch = [step, act](const GemmArgs& g, cudaStream_t stream) {
+    wb::hopper::launch_hopper_gemm(g, step, act, stream);
+  };
+  v.note = wb::hopper::hopper_fallback_note;
+  return v;
+}
+
+std::vector<Variant> variants() {
+  return {
+      hopper_variant("tma_wgmma", "TMA boxes into a 4-stage mbarrier pipeline, wgmma 64x128x16, one warpgroup",
+                     HopperStep::tma_wgmma, Activation::none),
+      hopper_variant("warp_specialized",
+                     "+ producer warpgroup (TMA) and 2 consumer warpgroups (wgmma 64x256), setmaxnreg, 128x256 tiles",
+                     HopperStep::warp_specialized, Activation::none),
+      hopper_variant("persistent", "+ one block per SM walking the grouped tile order; loads overlap the epilogue",
+                     HopperStep::persistent, Activation::none),
+      hopper_variant("persistent_cluster",
+                     "+ clusters of 2 blocks on vertically adjacent tiles; each B tile is TMA-multicast to both",
+                     HopperStep::persistent_cluster, Activation::none),
+      hopper_variant("persistent_cluster_gelu", "+ GELU (tanh) fused into the epilogue",
+                     HopperStep::persistent_cluster, Activation::gelu),
+      hopper_variant("persistent_cluster_relu", "+ ReLU fused into the epilogue", HopperStep::persistent_cluster,
+                     Activation::relu),
+  };
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return wb::run_lesson("lesson04_hopper", variants(), argc, argv); }
