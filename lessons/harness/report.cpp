@@ -87,13 +87,15 @@ std::string l2_model_line(int64_t m, int64_t n, int64_t k, const KernelConfig& c
   in.blocks_in_flight = std::max(1, gpu.sm_count * std::max(1, c.blocks_per_sm));
   in.group_m = std::max(1, c.group_m);
   const L2ModelResult r = simulate_l2(in);
+  std::string order = c.order;
+  if (in.order == TileOrder::grouped) order.append(1, ' ').append(std::to_string(in.group_m));
   char buf[256];
   std::snprintf(buf, sizeof buf,
-                "L2 model (%s%s, %d blocks in flight): %.3f GB from DRAM, %.2fx the compulsory %.3f GB, "
+                "L2 model (%s, %d blocks in flight): %.3f GB from DRAM, %.2fx the compulsory %.3f GB, "
                 "hit rate %.1f%%, %zu waves",
-                c.order.c_str(), in.order == TileOrder::grouped ? (" " + std::to_string(in.group_m)).c_str() : "",
-                in.blocks_in_flight, r.dram_bytes / 1e9, double(r.dram_bytes) / double(std::max<int64_t>(1, r.compulsory_bytes)),
-                r.compulsory_bytes / 1e9, 100.0 * r.hit_rate(), r.waves.size());
+                order.c_str(), in.blocks_in_flight, r.dram_bytes / 1e9,
+                double(r.dram_bytes) / double(std::max<int64_t>(1, r.compulsory_bytes)), r.compulsory_bytes / 1e9,
+                100.0 * r.hit_rate(), r.waves.size());
   return buf;
 }
 
