@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Files a GPU check's archive into assets/: results to assets/results/<gpu>/,
+# traces to assets/traces/<gpu>/, the summary beside the results.
+#
+#   scripts/import-gpu-check.sh gpu-check.tar.gz summary.txt
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+[ $# -eq 2 ] || { echo "usage: $0 gpu-check.tar.gz summary.txt" >&2; exit 2; }
+archive=$1 summary=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+tar xzf "$archive" -C "$tmp"
+first=$(ls "$tmp"/gpu-check/results/*.json | head -n 1)
+# The GPU's name as the results record it, as a folder name: "NVIDIA H100 80GB HBM3" -> nvidia-h100-80gb-hbm3
+gpu=$(grep -m1 -A2 '"gpu": {' "$first" | grep -m1 '"name"' | sed 's/.*"name": "\(.*\)".*/\1/' |
+      tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
+[ -n "$gpu" ] || { echo "import: no GPU name in $first" >&2; exit 1; }
+mkdir -p "$root/assets/results/$gpu" "$root/assets/traces/$gpu"
+cp "$tmp"/gpu-check/results/*.json "$root/assets/results/$gpu/"
+cp "$summary" "$root/assets/results/$gpu/gpu-check-summary.txt"
+for t in "$tmp"/gpu-check/traces/*.json; do
+  case "$t" in
+    # Perfetto exports of the largest traces are regenerated on demand (lesson --trace), not kept.
+    *.perfetto.json) [ "$(stat -c %s "$t")" -lt 3000000 ] && cp "$t" "$root/assets/traces/$gpu/" ;;
+    *) cp "$t" "$root/assets/traces/$gpu/" ;;
+  esac
+done
+echo "import: $gpu: $(ls "$root/assets/results/$gpu" | wc -l) results files, $(ls "$root/assets/traces/$gpu" | wc -l) trace files"
