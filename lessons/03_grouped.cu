@@ -21,36 +21,64 @@
 //    over C (elementwise.cuh), which reads and writes C once more; its byte count
 //    includes that round trip.
 //
-// 3. A multi-stage cp.async pipeline with swizzled shared memory. cp.async
-//    copies global -> shared without registers, so STAGES-1 k-slices can be in
-//    flight while the tensor cores work on the current one; an XOR swizzle keeps
-//    ldmatrix conflict-free without padding; the C tile goes out through shared
-//    memory as 16-byte stores. Tiles are 128x256x64, 8 warps of 64x64, 3 stages.
+// 3. A multi-stage cp.async pipeline that keeps the tensor cores fed.
+//    cp.async copies global -> shared without registers, so the next k-slices
+//    are in flight while the tensor cores work on this one (3 stages of
+//    128x256x64: 144 KiB, one block of 8 warps per SM, each warp a 64x64 tile
+//    of C in 128 fp32 registers). An XOR swizzle keeps ldmatrix and the copies
+//    conflict-free without padding; C goes out through shared memory as
+//    16-byte stores. What makes it fast is overlap inside the block:
+//    - the ldmatrix of k16 step kk+1 is issued before the 32 mma of step kk,
+//      into a second set of fragment registers, so its latency hides behind them;
+//    - one barrier per 64 of k, placed before the last k16 step of a slice: it
+//      proves the next slice landed (cp.async.wait_group STAGES-2 keeps the
+//      slice after it in flight) and that the stage to refill is no longer read;
+//      the next slice's first fragments are then loaded before the last mma;
+//    - a slice's copies are spread over its k16 steps, between the mma.
+//    The plain pipeline (variant grouped8_plain: fragments loaded right before
+//    their mma, all copies at the start of the slice, the barrier there too)
+//    ran at 50.6% of cuBLAS on an H100; this one at 59.0%, same run.
 //
-// An honest note on the order. An H100/H200 has 50-60 MB of L2; at 4096^3 A and B
-// are 64 MB together, close to L2's size, so most re-reads hit L2 whatever the
-// order: on an H100 all orders came within 1% of each other there. Blocks that
-// run together also move through K together, so L2 only has to hold the band of
-// A and B they are reading now; the order decides how many distinct row-blocks
-// of A and column-blocks of B that band spans (what the L2 model counts), and
-// that shows in time only when the kernel waits on memory. This mma.sync
-// kernel, at about half of cuBLAS, mostly waits on its own math: at 8192^3 on
-// the same H100 with 128x256x32 tiles, row-major was even ~6% ahead of grouped. Try large or long-K
-// shapes (--m 8192 --n 8192 --k 16384) and lesson 04, whose wgmma kernel is
-// fast enough for the order to matter. Triton's version of this kernel reaches
-// cuBLAS on Hopper because it emits wgmma there; mma.sync tops out near 60-65%
-// of wgmma's rate.
+// Measured on an H100 80GB HBM3 (cuBLAS 13.1 at 735 TFLOP/s), 4096^3, fp16 in,
+// fp32 accumulate: grouped8 0.313 ms, 439 TFLOP/s, 59.0% of cuBLAS. That is
+// near what mma.sync allows on Hopper. The notebook's grouped Triton kernel
+// reaches ~0.74x cuBLAS at 4096^3 on an H200 because Triton emits Hopper's
+// wgmma there (asynchronous, operands straight from shared memory, a warpgroup
+// per instruction), not mma.sync: lesson 04 builds that kernel.
 //
-// What to look for: row_major vs column_major vs grouped, next to the L2
-// model's prediction. The fused activations against grouped8: relu and
-// leaky_relu cost nothing measurable; gelu and silu a few percent, since their
-// tanh, exp and divide run while the tensor cores wait. unfused_gelu pays a
-// read and a write of C instead: small next to a 4096-deep GEMM, large when K
-// is short (try --k 256). grouped8_bk32, grouped8_4stages and grouped8_128x128
-// show the tile-shape trade-offs around the default.
+// The order, honestly. An H100 has 50 MiB of L2. The report prints, under the
+// times, the L2 model's DRAM bytes and hit rate for each order (this GPU's L2
+// size and SM count, blocks per SM from the occupancy API). Measured on the
+// H100 above:
+//   4096^3: A and B are 64 MB; the model predicts the compulsory 67 MB for
+//     every order (1.41x for grouped16) and all six orders ran within 0.3%.
+//   16384 x 16384 x 4096: the model predicts 8.5 GB from DRAM for row-major,
+//     2.3 GB for grouped8, 0.77 GB for grouped32, yet all orders ran within
+//     2% (5.18-5.29 ms): 8.5 GB in 5.2 ms is 1.6 TB/s, half of what HBM3
+//     delivers, so the re-reads hide under the math. The model counts bytes,
+//     not time: the order matters only where those bytes take longer than the math.
+//   4096 x 65536 x 4096 (very wide N: each row-block of A is re-read for 256
+//     tile columns): row-major is predicted 17.3 GB (30x the compulsory
+//     0.57 GB), column-major and grouped32 0.57 GB, grouped8 2.2 GB. Measured:
+//     row-major 6.06 ms (48% of cuBLAS, 2.85 TB/s of DRAM traffic by the
+//     model: bandwidth-bound), column-major 5.19 ms, grouped8 5.30 ms. Here the
+//     order is worth 14-17%. Grouped16/32, with fewer predicted bytes than
+//     grouped8, ran 2% slower than it: once the traffic fits under the math,
+//     fewer bytes buy nothing.
+//   See it:  build/bin/lesson03_grouped --m 4096 --n 65536 --k 4096 \
+//                --variant row_major,column_major,grouped8,grouped32
+//
+// Fusing, honestly. relu and leaky_relu cost 1.5% over grouped8 at 4096^3.
+// gelu and silu cost 11-12%, more than their math should (a few MUFU and FMA
+// per element, a few microseconds here), and about as much as unfused_gelu's
+// separate pass (+9.6%: C read and written once more, 64 MB). The kernel sits
+// at 255 registers, and a heavier epilogue changes how the compiler schedules
+// the whole kernel; applying the activation after the accumulators are staged
+// is the next thing to try. Both costs grow with M*N while the GEMM's grows
+// with M*N*K, so they weigh more at short K: try --k 256.
 //
 // Run:  build/bin/lesson03_grouped                                (4096^3)
-//       build/bin/lesson03_grouped --m 8192 --n 8192 --k 8192     (operands 4x the L2)
+//       build/bin/lesson03_grouped --m 4096 --n 65536 --k 4096    (where the order matters)
 //       build/bin/lesson03_grouped --m 127 --n 257 --k 129        (tails: the general path)
 
 #include <string>
@@ -58,6 +86,7 @@
 #include "cuda/elementwise.cuh"
 #include "cuda/pipelined_mma.cuh"
 #include "harness/harness.cuh"
+#include "harness/report.hpp"
 
 namespace {
 
@@ -67,13 +96,21 @@ using wb::GemmShape;
 using wb::TileOrder;
 using wb::Variant;
 
-// Other tile shapes, for comparison with the default 128x256x64 (3 stages):
-// 128x256x32, 8 warps of 64x64, 4 stages: 96 KiB, twice the barriers per unit of k;
-// 128x256x64, 4 stages: 192 KiB, one more k-slice in flight;
-// 128x128x32, 8 warps of 64x32, 4 stages: 64 KiB and <= 128 registers, two blocks per SM.
+// The default (128x256x64, 3 stages, fragments of the next k16 step in flight)
+// against its neighbours, measured on an H100 at 4096^3 (% of cuBLAS):
+// 128x256x64, 4 stages: 192 KiB, one more k-slice in flight: the same (58.9%
+//   vs 59.0%), so the copies are already hidden at 3 stages;
+// 128x256x32, 4 stages: 96 KiB, a barrier every 32 of k instead of 64: 54.3%;
+// 128x128x32, 8 warps of 64x32, 4 stages, <= 128 registers, two blocks per SM,
+//   plain pipeline (a second fragment buffer does not fit 128 registers):
+//   43.6%: a 64x32 warp tile reads more shared memory per mma;
+// the default's tiles with the plain pipeline (fragments loaded right before
+//   their mma, every copy of a slice issued at once, the barrier at the start
+//   of the slice): 50.6%. That is what overlapping the fragments buys.
 using Pipelined128x256x32 = wb::PipelinedShape<128, 256, 32, 2, 4, 4>;
 using Pipelined128x256x64Deep = wb::PipelinedShape<128, 256, 64, 2, 4, 4>;
-using Pipelined128x128 = wb::PipelinedShape<128, 128, 32, 2, 4, 4, 2>;
+using Pipelined128x128 = wb::PipelinedShape<128, 128, 32, 2, 4, 4, 2, false>;  // plain: no registers to spare
+using PipelinedPlain = wb::PipelinedShape<128, 256, 64, 2, 4, 3, 1, false>;
 
 std::string order_note(TileOrder order, int group_m) {
   std::string note = std::string("order ") + wb::tile_order_name(order);
@@ -99,6 +136,16 @@ Variant pipelined_variant(std::string name, std::string what, TileOrder order, i
   return v;
 }
 
+// An order variant: the GEMM with no activation, and the L2 model's prediction
+// for its order, tile sizes and blocks per SM printed under the report.
+Variant order_variant(std::string name, std::string what, TileOrder order, int group_m) {
+  Variant v = pipelined_variant(std::move(name), std::move(what), order, group_m, Activation::none);
+  v.model = [](const GemmShape& s, const wb::KernelConfig& c, const wb::GpuInfo& g) {
+    return wb::l2_model_line(s.m, s.n, s.k, c, g);
+  };
+  return v;
+}
+
 // grouped8, no activation, with tile shape S instead of the default.
 template <class S>
 Variant other_tile_variant(std::string name, std::string what) {
@@ -112,15 +159,12 @@ Variant other_tile_variant(std::string name, std::string what) {
 
 std::vector<Variant> variants() {
   std::vector<Variant> v;
-  v.push_back(pipelined_variant("row_major", "1-D launch, row-major tile order", TileOrder::row_major, 1,
-                                Activation::none));
-  v.push_back(pipelined_variant("column_major", "1-D launch, column-major tile order", TileOrder::column_major, 1,
-                                Activation::none));
-  v.push_back(pipelined_variant("grouped4", "grouped tile order, GROUP_M 4", TileOrder::grouped, 4, Activation::none));
-  v.push_back(pipelined_variant("grouped8", "grouped tile order, GROUP_M 8 (Triton's default)", TileOrder::grouped, 8,
-                                Activation::none));
-  v.push_back(
-      pipelined_variant("grouped16", "grouped tile order, GROUP_M 16", TileOrder::grouped, 16, Activation::none));
+  v.push_back(order_variant("row_major", "1-D launch, row-major tile order", TileOrder::row_major, 1));
+  v.push_back(order_variant("column_major", "1-D launch, column-major tile order", TileOrder::column_major, 1));
+  v.push_back(order_variant("grouped4", "grouped tile order, GROUP_M 4", TileOrder::grouped, 4));
+  v.push_back(order_variant("grouped8", "grouped tile order, GROUP_M 8 (Triton's default)", TileOrder::grouped, 8));
+  v.push_back(order_variant("grouped16", "grouped tile order, GROUP_M 16", TileOrder::grouped, 16));
+  v.push_back(order_variant("grouped32", "grouped tile order, GROUP_M 32", TileOrder::grouped, 32));
   v.push_back(pipelined_variant("grouped8_relu", "grouped8, relu fused into the epilogue", TileOrder::grouped, 8,
                                 Activation::relu));
   v.push_back(pipelined_variant("grouped8_leaky_relu", "grouped8, leaky_relu fused into the epilogue",
@@ -146,7 +190,10 @@ std::vector<Variant> variants() {
   // The default tile shape against its neighbours.
   v.push_back(other_tile_variant<Pipelined128x256x32>("grouped8_bk32", "grouped8 with 128x256x32 tiles, 4 stages"));
   v.push_back(other_tile_variant<Pipelined128x256x64Deep>("grouped8_4stages", "grouped8 with 4 stages of 128x256x64"));
-  v.push_back(other_tile_variant<Pipelined128x128>("grouped8_128x128", "grouped8 with 128x128x32 tiles, 2 blocks per SM"));
+  v.push_back(other_tile_variant<Pipelined128x128>("grouped8_128x128",
+                                                    "grouped8 with 128x128x32 tiles, 2 blocks per SM, plain pipeline"));
+  v.push_back(other_tile_variant<PipelinedPlain>(
+      "grouped8_plain", "grouped8, plain pipeline: fragments loaded right before their mma, one burst of copies"));
   return v;
 }
 

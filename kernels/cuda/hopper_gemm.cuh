@@ -12,8 +12,11 @@
 //                            walks the tiles in the grouped order, so the
 //                            producer loads tile i+1 while the consumers store
 //                            tile i. kCluster = 2: pairs of blocks share
-//                            each B tile through TMA multicast. The fused
-//                            activation is a template parameter of the epilogue.
+//                            each B tile through TMA multicast. kTmaStore = true:
+//                            the epilogue stages the tile in shared memory and
+//                            TMA writes it out while the next tile starts. The
+//                            fused activation is a template parameter of the
+//                            epilogue.
 //
 // C = act(A * B): A (M x K), B (K x N), C (M x N), all row-major fp16, fp32
 // accumulation. Tails in M, N and K: TMA zero-fills the parts of a box outside
@@ -50,7 +53,7 @@ constexpr int kSimpleBlockN = 128;
 constexpr int kSimpleStages = 4;       // <- TMA copies in flight
 constexpr int kSimpleThreads = kWarpgroupThreads;
 
-// Steps 2-5: producer + 2 consumer warpgroups, 128 x 256 tiles.
+// Steps 2-6: producer + 2 consumer warpgroups, 128 x 256 tiles.
 constexpr int kConsumers = 2;          // <- consumer warpgroups, 64 rows each
 constexpr int kWsBlockM = 64 * kConsumers;
 constexpr int kWsBlockN = 256;         // <- one m64n256k16 wgmma per consumer per k16 step
@@ -67,9 +70,24 @@ static_assert(kProducerRegs + kConsumers * kConsumerRegs <= 65536 / kWarpgroupTh
               "the warpgroups' register budgets must fit the 64K-register file");
 static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0, "setmaxnreg counts are multiples of 8");
 
-// One pipeline slot's worth of shared memory, and the barriers.
-template <int kBlockM, int kBlockN, int kStages>
-struct PipelineSmem {
+// Step 5's staging buffer for the output tile: each consumer warpgroup owns
+// 64 rows x 128 columns (two 64 x 64 TMA boxes, 128B-swizzled, 16 KB) and
+// stores its 64 x 256 accumulator through it in two halves. 4 stages (192 KB)
+// + 32 KB still fit the 227 KB a block may have.
+constexpr int kStoreCols = 128;        // <- columns staged at a time per consumer
+constexpr int kStagingElems = kConsumers * 64 * kStoreCols;
+
+template <int kElems>
+struct EpilogueStaging {
+  __half c[kElems];  // (64, 128) per consumer, two (64, 64) swizzled boxes; first, so 1024-byte aligned
+};
+template <>
+struct EpilogueStaging<0> {};
+
+// One pipeline slot's worth of shared memory, the barriers and (step 5) the
+// output staging buffer.
+template <int kBlockM, int kBlockN, int kStages, int kCStagingElems = 0>
+struct PipelineSmem : EpilogueStaging<kCStagingElems> {
   static constexpr int kATileElems = kBlockM * kBlockK;   // (BLOCK_M, 64), K-major
   static constexpr int kBPanelElems = kBlockK * kPanelCols;  // (64, 64), N-major
   static constexpr int kBTileElems = kBlockK * kBlockN;   // BLOCK_N / 64 panels
@@ -132,6 +150,110 @@ __device__ __forceinline__ void store_tile(const float (&d)[kN / 2], __half* c, 
       }
     }
   }
+}
+
+// Synchronises the 128 threads of one warpgroup (named barrier `id`, 1..15;
+// 0 is __syncthreads), leaving the other warpgroups running.
+__device__ __forceinline__ void warpgroup_barrier(int id) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(kWarpgroupThreads) : "memory");
+}
+
+// The epilogue's activation. GELU uses the hardware tanh (tanh.approx.f32: one
+// special-function op, relative error about 2^-11, under the fp16 rounding of
+// the output) instead of the exp-and-divide form of apply_activation (two), so
+// fusing it stays cheap while the tensor cores wait for the epilogue.
+template <Activation kAct>
+__device__ __forceinline__ float epilogue_activation(float x) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (kAct == Activation::gelu) {
+    // u = sqrt(2/pi) (x + 0.044715 x^3)
+    const float u = x * fmaf(0.7978845608028654f * 0.044715f, x * x, 0.7978845608028654f);
+    float t;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(u));
+    const float h = 0.5f * x;
+    return fmaf(h, t, h);  // 0.5 x (1 + tanh(u))
+  } else {
+    return apply_activation(kAct, x);
+  }
+#else
+  return x;
+#endif
+}
+
+__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
+  const __half2 h = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// Steps 5 and 6: the same stores, but through shared memory and TMA. The
+// warpgroup writes 64 x 128 of its accumulator (activation applied, fp16) into
+// its staging buffer in the 128B-swizzled layout, fences it for the async
+// proxy, and one thread hands two 64 x 64 boxes to TMA; then the second half,
+// whose activation and rounding run while TMA is still reading the first
+// (kPackAhead; the cluster kernel keeps more state live and would spill those
+// 32 extra registers, so it converts while it writes).
+// The copy engine writes whole 128-byte lines and clips rows and columns past
+// M, N itself, and the consumers go back to their wgmmas while it does.
+// Swizzle: 16-byte chunk q of line r of a box sits at chunk q ^ (r % 8); the
+// 8 rows a store instruction touches then fall in 8 different chunks, so the
+// warp's 32 four-byte stores hit 32 different banks.
+template <Activation kAct, bool kPackAhead>
+__device__ __forceinline__ void store_tile_via_smem(const float (&d)[kWsBlockN / 2], __half* staging,
+                                                    const CUtensorMap* c_map, int row0, int col0, int barrier_id) {
+  constexpr int kBoxBytes = 64 * kSwizzleBytes;  // one (64, 64) fp16 box
+  constexpr int kSlices = kStoreCols / 8;        // 8-column slices per half
+  const int lane = threadIdx.x % 32;
+  const int warp = (threadIdx.x % kWarpgroupThreads) / 32;
+  const bool leader = threadIdx.x % kWarpgroupThreads == 0;
+  const int row = 16 * warp + lane / 4;  // and row + 8; both have row % 8 == lane / 4
+  uint8_t* base = reinterpret_cast<uint8_t*>(staging);
+#pragma unroll
+  for (int half = 0; half < kWsBlockN / kStoreCols; ++half) {
+    auto pack = [&](int jj, int upper) {  // rows `row` (upper = 0) and `row + 8`, two fp16 columns
+      const int j = half * kSlices + jj;
+      return pack_half2(epilogue_activation<kAct>(d[4 * j + 2 * upper]),
+                        epilogue_activation<kAct>(d[4 * j + 2 * upper + 1]));
+    };
+    uint32_t packed[kPackAhead ? kSlices : 1][2];
+    if constexpr (kPackAhead) {
+#pragma unroll
+      for (int jj = 0; jj < kSlices; ++jj) packed[jj][0] = pack(jj, 0), packed[jj][1] = pack(jj, 1);
+    }
+    if (leader) tma_store_wait_read<0>();  // the previous half has left the buffer
+    warpgroup_barrier(barrier_id);
+#pragma unroll
+    for (int jj = 0; jj < kSlices; ++jj) {
+      const int offset = (jj / 8) * kBoxBytes + ((jj % 8) ^ (lane / 4)) * 16 + (lane % 4) * 4;
+      *reinterpret_cast<uint32_t*>(base + row * kSwizzleBytes + offset) = kPackAhead ? packed[jj][0] : pack(jj, 0);
+      *reinterpret_cast<uint32_t*>(base + (row + 8) * kSwizzleBytes + offset) =
+          kPackAhead ? packed[jj][1] : pack(jj, 1);
+    }
+    fence_proxy_async_shared();
+    warpgroup_barrier(barrier_id);
+    if (leader) {
+#pragma unroll
+      for (int box = 0; box < kStoreCols / kPanelCols; ++box)
+        tma_store_2d(c_map, base + box * kBoxBytes, row0, col0 + half * kStoreCols + box * kPanelCols);
+      tma_store_commit();
+    }
+  }
+}
+
+// Where tile `rank` of cluster work unit `unit` stands among the tiles in launch
+// order (unit 0 rank 0, unit 0 rank 1, unit 1 rank 0, ...), counting only tiles
+// inside the matrix: when tiles_m is odd, the units of the last row of units
+// have no second tile. Those units all lie in the last group of the grouped
+// order (`rows_in_last_group` rows of units), one in every `rows_in_last_group`
+// units of it, at row offset rows_in_last_group - 1. The result numbers the
+// real tiles 0 .. tiles_m * tiles_n - 1, one trace record each.
+WB_HD int cluster_tile_position(int unit, int rank, int tiles_m, int tiles_n, int group_units_m) {
+  const int position = 2 * unit + rank;
+  if (tiles_m % 2 == 0) return position;
+  const int units_m = (tiles_m + 1) / 2;
+  const int last_group_first_row = ((units_m - 1) / group_units_m) * group_units_m;
+  const int last_group_start = last_group_first_row * tiles_n;
+  const int rows_in_last_group = units_m - last_group_first_row;
+  return unit <= last_group_start ? position : position - (unit - last_group_start) / rows_in_last_group;
 }
 
 __device__ __forceinline__ void write_trace(TraceRecord* trace, int unit, TileCoord tile, int k, uint64_t start_ns) {
@@ -213,7 +335,7 @@ __global__ void __launch_bounds__(kSimpleThreads)
 #endif
 }
 
-// ============================================================ steps 2 to 5
+// ============================================================ steps 2 to 6
 // Warpgroup 0 is the producer: after giving registers back, one thread issues
 // all TMA copies, waiting on each slot's "empty" barrier before refilling it.
 // Warpgroups 1 and 2 are consumers: each owns 64 rows of the 128 x 256 tile and
@@ -234,20 +356,24 @@ __global__ void __launch_bounds__(kSimpleThreads)
 // them into both blocks' shared memory: B traffic from L2 halves. In return a
 // slot may only be refilled once the consumers of BOTH blocks have released it,
 // so every consumer warp arrives on the "empty" barrier of each block.
-template <int kStages, bool kPersistent, int kCluster, Activation kAct>
+//
+// kTmaStore = true: the epilogue goes through shared memory and TMA stores
+// (store_tile_via_smem) instead of each thread writing fp16 pairs to global
+// memory; the stores drain while the consumers start the next tile.
+template <int kStages, bool kPersistent, int kCluster, bool kTmaStore, Activation kAct>
 __global__ void __launch_bounds__(kWsThreads, 1)
     warp_specialized_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                            __half* __restrict__ c, int m, int n, int k, int tiles_m, int tiles_n,
-                            TraceRecord* trace) {
+                            const __grid_constant__ CUtensorMap c_map, __half* __restrict__ c, int m, int n, int k,
+                            int tiles_m, int tiles_n, TraceRecord* trace) {
   static_assert(kCluster == 1 || kCluster == 2, "clusters of 1 or 2 blocks along M");
   static_assert(kCluster == 1 || kPersistent, "clusters are used by the persistent kernel only");
   static_assert((kWsBlockN / kPanelCols) % kCluster == 0, "each block of a cluster multicasts the same number of panels");
+  static_assert(kWsBlockN % kStoreCols == 0 && kStoreCols % kPanelCols == 0, "the epilogue stages whole TMA boxes");
 #if WB_WGMMA_DEVICE
-  using Smem = PipelineSmem<kWsBlockM, kWsBlockN, kStages>;
+  using Smem = PipelineSmem<kWsBlockM, kWsBlockN, kStages, kTmaStore ? kStagingElems : 0>;
   extern __shared__ uint8_t smem_raw[];
   Smem& s = aligned_smem<Smem>(smem_raw);
 
-  const int num_tiles = tiles_m * tiles_n;
   const int units_m = ceil_div(tiles_m, kCluster);  // rows of work units
   const int num_units = units_m * tiles_n;
   const int first_unit = int(blockIdx.x) / kCluster;
@@ -353,25 +479,44 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       fence_accumulators(acc);
       release(previous_slot);  // the producer may start the next tile
 
-      store_tile<kWsBlockN, kAct>(acc, c, m, n, tile.m * kWsBlockM + 64 * consumer, tile.n * kWsBlockN);
-      // Trace unit = the tile's position in the launch order (unit, then rank).
-      const int trace_unit = unit * kCluster + rank;
-      if (trace != nullptr && threadIdx.x == kWarpgroupThreads && tile.m < tiles_m && trace_unit < num_tiles)
+      if constexpr (kTmaStore) {
+        if (tile.m < tiles_m)  // the same for the whole warpgroup (its named barrier)
+          store_tile_via_smem<kAct, kCluster == 1>(acc, s.c + consumer * 64 * kStoreCols, &c_map,
+                                                   tile.m * kWsBlockM + 64 * consumer, tile.n * kWsBlockN,
+                                                   1 + consumer);
+      } else {
+        store_tile<kWsBlockN, kAct>(acc, c, m, n, tile.m * kWsBlockM + 64 * consumer, tile.n * kWsBlockN);
+      }
+      // Trace unit = the tile's position in the launch order (unit, then rank),
+      // counting only tiles inside the matrix.
+      const int trace_unit =
+          kCluster == 1 ? unit : cluster_tile_position(unit, rank, tiles_m, tiles_n, kGroupM / kCluster);
+      if (trace != nullptr && threadIdx.x == kWarpgroupThreads && tile.m < tiles_m)
         write_trace(trace, trace_unit, tile, k, t0);
+    }
+    if constexpr (kTmaStore) {
+      if (threadIdx.x % kWarpgroupThreads == 0) tma_store_wait_all<0>();  // smem stays valid until TMA is done
     }
   }
   if constexpr (kCluster > 1) {
     cluster_sync();  // no block leaves while its peer may still arrive on its barriers
   }
 #else
-  (void)m; (void)n; (void)k; (void)tiles_m; (void)tiles_n; (void)c; (void)trace;
+  (void)m; (void)n; (void)k; (void)tiles_m; (void)tiles_n; (void)c; (void)trace; (void)c_map;
   __trap();
 #endif
 }
 
 // ================================================================ launchers
 
-enum class HopperStep { tma_wgmma, warp_specialized, persistent, persistent_cluster };
+enum class HopperStep {
+  tma_wgmma,
+  warp_specialized,
+  persistent,
+  persistent_cluster,
+  persistent_tma_store,          // step 5: step 3 + the TMA-store epilogue
+  persistent_cluster_tma_store,  // step 5 + step 4's clusters
+};
 
 // True when TMA can describe A and B: row strides of 16-byte multiples.
 inline bool tma_shape_ok(const GemmShape& s) { return tma_row_stride_ok(s.k) && tma_row_stride_ok(s.n); }
@@ -399,10 +544,11 @@ inline int sm_count() {
 }
 
 using SimpleSmem = PipelineSmem<kSimpleBlockM, kSimpleBlockN, kSimpleStages>;
-using WsSmem = PipelineSmem<kWsBlockM, kWsBlockN, kWsStages>;
+template <bool kTmaStore>
+using WsSmem = PipelineSmem<kWsBlockM, kWsBlockN, kWsStages, kTmaStore ? kStagingElems : 0>;
 constexpr auto kSimpleKernel = tma_wgmma_kernel<kSimpleBlockM, kSimpleBlockN, kSimpleStages>;
-template <bool kPersistent, int kCluster, Activation kAct>
-constexpr auto kWsKernel = warp_specialized_kernel<kWsStages, kPersistent, kCluster, kAct>;
+template <bool kPersistent, int kCluster, bool kTmaStore, Activation kAct>
+constexpr auto kWsKernel = warp_specialized_kernel<kWsStages, kPersistent, kCluster, kTmaStore, kAct>;
 
 // Step 1: one block per 128 x 128 tile.
 inline void launch_tma_wgmma(const GemmArgs& g, cudaStream_t stream) {
@@ -418,10 +564,10 @@ inline void launch_tma_wgmma(const GemmArgs& g, cudaStream_t stream) {
 
 // How many clusters of `cluster` blocks of the warp-specialised kernel fit on
 // the GPU at once (occupancy API; GPCs decide, not only the SM count).
-template <bool kPersistent, int kCluster, Activation kAct>
+template <bool kPersistent, int kCluster, bool kTmaStore>
 inline int resident_clusters() {
-  constexpr auto kernel = kWsKernel<kPersistent, kCluster, kAct>;
-  const int smem = smem_bytes_for<WsSmem>();
+  constexpr auto kernel = kWsKernel<kPersistent, kCluster, kTmaStore, Activation::none>;
+  const int smem = smem_bytes_for<WsSmem<kTmaStore>>();
   allow_large_smem(kernel, smem);
   if constexpr (kCluster == 1) {
     return sm_count() * std::max(1, blocks_per_sm(reinterpret_cast<const void*>(kernel), kWsThreads, smem));
@@ -445,26 +591,27 @@ inline int resident_clusters() {
 
 // Blocks launched for `s`: one per tile, or (persistent) as many work units as
 // fit on the GPU at once, `kCluster` blocks each.
-template <bool kPersistent, int kCluster>
+template <bool kPersistent, int kCluster, bool kTmaStore>
 inline int warp_specialized_grid(const GemmShape& s) {
   const int tiles_m = ceil_div(s.m, kWsBlockM), tiles_n = ceil_div(s.n, kWsBlockN);
   if constexpr (!kPersistent) {
     return tiles_m * tiles_n;
   } else {
-    static const int resident = resident_clusters<kPersistent, kCluster, Activation::none>();  // once per process
+    static const int resident = resident_clusters<kPersistent, kCluster, kTmaStore>();  // once per process
     const int units = ceil_div(tiles_m, kCluster) * tiles_n;
     return kCluster * min_int(units, resident);
   }
 }
 
-// Steps 2-5.
-template <bool kPersistent, int kCluster, Activation kAct>
+// Steps 2-6.
+template <bool kPersistent, int kCluster, bool kTmaStore, Activation kAct>
 inline void launch_warp_specialized(const GemmArgs& g, cudaStream_t stream) {
   const int tiles_m = ceil_div(g.m, kWsBlockM), tiles_n = ceil_div(g.n, kWsBlockN);
   const CUtensorMap a_map = make_tensor_map_2d(g.a, g.m, g.k, kWsBlockM, kBlockK);  // boxes (128, 64)
   const CUtensorMap b_map = make_tensor_map_2d(g.b, g.k, g.n, kBlockK, kPanelCols);  // boxes (64, 64)
-  const int smem = smem_bytes_for<WsSmem>();
-  constexpr auto kernel = kWsKernel<kPersistent, kCluster, kAct>;
+  const CUtensorMap c_map = make_tensor_map_2d(g.c, g.m, g.n, 64, kPanelCols);       // boxes (64, 64), stores
+  const int smem = smem_bytes_for<WsSmem<kTmaStore>>();
+  constexpr auto kernel = kWsKernel<kPersistent, kCluster, kTmaStore, kAct>;
   allow_large_smem(kernel, smem);
 
   cudaLaunchConfig_t config = {};
@@ -473,25 +620,26 @@ inline void launch_warp_specialized(const GemmArgs& g, cudaStream_t stream) {
   attr[0].val.clusterDim.x = kCluster;
   attr[0].val.clusterDim.y = 1;
   attr[0].val.clusterDim.z = 1;
-  config.gridDim = dim3(warp_specialized_grid<kPersistent, kCluster>(GemmShape{g.m, g.n, g.k}), 1, 1);
+  config.gridDim = dim3(warp_specialized_grid<kPersistent, kCluster, kTmaStore>(GemmShape{g.m, g.n, g.k}), 1, 1);
   config.blockDim = dim3(kWsThreads, 1, 1);
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = attr;
   config.numAttrs = kCluster > 1 ? 1 : 0;
-  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, a_map, b_map, g.c, g.m, g.n, g.k, tiles_m, tiles_n, g.trace));
+  CUDA_CHECK(
+      cudaLaunchKernelEx(&config, kernel, a_map, b_map, c_map, g.c, g.m, g.n, g.k, tiles_m, tiles_n, g.trace));
 }
 
-template <bool kPersistent, int kCluster>
+template <bool kPersistent, int kCluster, bool kTmaStore>
 inline void launch_with_activation(const GemmArgs& g, Activation act, cudaStream_t stream) {
   switch (act) {
-    case Activation::none: launch_warp_specialized<kPersistent, kCluster, Activation::none>(g, stream); break;
-    case Activation::relu: launch_warp_specialized<kPersistent, kCluster, Activation::relu>(g, stream); break;
+    case Activation::none: launch_warp_specialized<kPersistent, kCluster, kTmaStore, Activation::none>(g, stream); break;
+    case Activation::relu: launch_warp_specialized<kPersistent, kCluster, kTmaStore, Activation::relu>(g, stream); break;
     case Activation::leaky_relu:
-      launch_warp_specialized<kPersistent, kCluster, Activation::leaky_relu>(g, stream);
+      launch_warp_specialized<kPersistent, kCluster, kTmaStore, Activation::leaky_relu>(g, stream);
       break;
-    case Activation::gelu: launch_warp_specialized<kPersistent, kCluster, Activation::gelu>(g, stream); break;
-    case Activation::silu: launch_warp_specialized<kPersistent, kCluster, Activation::silu>(g, stream); break;
+    case Activation::gelu: launch_warp_specialized<kPersistent, kCluster, kTmaStore, Activation::gelu>(g, stream); break;
+    case Activation::silu: launch_warp_specialized<kPersistent, kCluster, kTmaStore, Activation::silu>(g, stream); break;
   }
 }
 
@@ -511,11 +659,13 @@ inline void launch_hopper_gemm(const GemmArgs& g, HopperStep step, Activation ac
       if (step == HopperStep::tma_wgmma) {
         launch_tma_wgmma(g, stream);
       } else {
-        launch_warp_specialized<false, 1, Activation::none>(g, stream);
+        launch_warp_specialized<false, 1, false, Activation::none>(g, stream);
       }
       break;
-    case HopperStep::persistent: launch_with_activation<true, 1>(g, act, stream); break;
-    case HopperStep::persistent_cluster: launch_with_activation<true, 2>(g, act, stream); break;
+    case HopperStep::persistent: launch_with_activation<true, 1, false>(g, act, stream); break;
+    case HopperStep::persistent_cluster: launch_with_activation<true, 2, false>(g, act, stream); break;
+    case HopperStep::persistent_tma_store: launch_with_activation<true, 1, true>(g, act, stream); break;
+    case HopperStep::persistent_cluster_tma_store: launch_with_activation<true, 2, true>(g, act, stream); break;
   }
 }
 
@@ -534,7 +684,8 @@ inline KernelConfig hopper_gemm_config(const GemmShape& s, HopperStep step) {
   cfg.tiles_m = ceil_div(s.m, cfg.block_m);
   cfg.tiles_n = ceil_div(s.n, cfg.block_n);
   cfg.work_units = int64_t(cfg.tiles_m) * cfg.tiles_n;
-  cfg.persistent = step == HopperStep::persistent || step == HopperStep::persistent_cluster;
+  cfg.persistent = step != HopperStep::tma_wgmma && step != HopperStep::warp_specialized;
+  const bool tma_store = step == HopperStep::persistent_tma_store || step == HopperStep::persistent_cluster_tma_store;
   const void* kernel = nullptr;
   switch (step) {
     case HopperStep::tma_wgmma:
@@ -544,20 +695,28 @@ inline KernelConfig hopper_gemm_config(const GemmShape& s, HopperStep step) {
       kernel = reinterpret_cast<const void*>(kSimpleKernel);
       break;
     case HopperStep::warp_specialized:
-      cfg.grid_blocks = warp_specialized_grid<false, 1>(s);
-      kernel = reinterpret_cast<const void*>(kWsKernel<false, 1, Activation::none>);
+      cfg.grid_blocks = warp_specialized_grid<false, 1, false>(s);
+      kernel = reinterpret_cast<const void*>(kWsKernel<false, 1, false, Activation::none>);
       break;
     case HopperStep::persistent:
-      cfg.grid_blocks = warp_specialized_grid<true, 1>(s);
-      kernel = reinterpret_cast<const void*>(kWsKernel<true, 1, Activation::none>);
+      cfg.grid_blocks = warp_specialized_grid<true, 1, false>(s);
+      kernel = reinterpret_cast<const void*>(kWsKernel<true, 1, false, Activation::none>);
       break;
     case HopperStep::persistent_cluster:
-      cfg.grid_blocks = warp_specialized_grid<true, 2>(s);
-      kernel = reinterpret_cast<const void*>(kWsKernel<true, 2, Activation::none>);
+      cfg.grid_blocks = warp_specialized_grid<true, 2, false>(s);
+      kernel = reinterpret_cast<const void*>(kWsKernel<true, 2, false, Activation::none>);
+      break;
+    case HopperStep::persistent_tma_store:
+      cfg.grid_blocks = warp_specialized_grid<true, 1, true>(s);
+      kernel = reinterpret_cast<const void*>(kWsKernel<true, 1, true, Activation::none>);
+      break;
+    case HopperStep::persistent_cluster_tma_store:
+      cfg.grid_blocks = warp_specialized_grid<true, 2, true>(s);
+      kernel = reinterpret_cast<const void*>(kWsKernel<true, 2, true, Activation::none>);
       break;
   }
   if (!simple) {
-    cfg.smem_bytes = smem_bytes_for<WsSmem>();
+    cfg.smem_bytes = tma_store ? smem_bytes_for<WsSmem<true>>() : smem_bytes_for<WsSmem<false>>();
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg.smem_bytes));
   }
   cfg.blocks_per_sm = blocks_per_sm(kernel, cfg.threads, cfg.smem_bytes);

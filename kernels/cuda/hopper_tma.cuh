@@ -198,6 +198,54 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* smem_dst, const CUte
 #endif
 }
 
+// ------------------------------------------------------------ TMA stores
+// The reverse direction: one thread copies a box from shared memory to global
+// memory. Parts of the box outside the matrix are not written, so tails need
+// no masks. Stores are tracked in "bulk groups" of the issuing thread, not on
+// an mbarrier: commit closes a group, wait_group_read<N> returns once at most N
+// groups still READ shared memory (the buffer may be rewritten), wait_group<N>
+// once at most N are still WRITING global memory.
+
+// Shared memory written by ordinary stores is visible to TMA (the async proxy)
+// only after this fence in each writing thread, followed by a barrier.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+#if WB_HOPPER_DEVICE
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// Copies the box at `smem_src` (laid out as the map's swizzle says) to the box
+// whose top-left element is (row, col) of the matrix.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* smem_src, int row, int col) {
+#if WB_HOPPER_DEVICE
+  const uint32_t src = static_cast<uint32_t>(__cvta_generic_to_shared(smem_src));
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(col), "r"(row), "r"(src)
+               : "memory");
+#endif
+}
+
+__device__ __forceinline__ void tma_store_commit() {
+#if WB_HOPPER_DEVICE
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+
+template <int kPending>
+__device__ __forceinline__ void tma_store_wait_read() {
+#if WB_HOPPER_DEVICE
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
+template <int kPending>
+__device__ __forceinline__ void tma_store_wait_all() {
+#if WB_HOPPER_DEVICE
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(kPending) : "memory");
+#endif
+}
+
 // Hints the tensor map into the cache before its first use.
 __device__ __forceinline__ void tma_prefetch_descriptor(const CUtensorMap* map) {
 #if WB_HOPPER_DEVICE

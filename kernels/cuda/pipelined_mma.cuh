@@ -1,14 +1,16 @@
 // Lesson 03's kernel: an Ampere-style tensor-core GEMM with
 //   - a 1-D launch: block pid computes tile wb::tile_of(order, pid, ...), the
 //     order (row-major, column-major, grouped with GROUP_M) chosen at run time;
-//   - a STAGES-deep cp.async pipeline: the copies of the next STAGES-1 k-slices
-//     are in flight while the tensor cores work on this one, and they go
+//   - a STAGES-deep cp.async pipeline: the copies of the next k-slices are in
+//     flight while the tensor cores work on this one, and they go
 //     global -> shared without occupying registers;
 //   - XOR-swizzled shared tiles: the 8 rows an ldmatrix phase reads, and the 8
 //     chunks a cp.async phase writes, land in 8 different 16-byte bank groups,
 //     with no padding;
 //   - ldmatrix + mma.sync.m16n8k16 (mma_primitives.cuh), each warp owning a
-//     64 x 64 sub-tile of C in registers;
+//     64 x 64 sub-tile of C in registers, with the fragments of the next k16
+//     step loaded while the mma of this one run (two fragment buffers), one
+//     barrier per k-slice, and the slice's copies spread between the mma;
 //   - a fused epilogue: the activation is applied to the fp32 accumulator, the
 //     fp16 tile is staged through shared memory and written with 16-byte stores.
 //
@@ -16,9 +18,11 @@
 //   fast    K % 8 == 0, N % 8 == 0 and 16-byte aligned pointers: every 16-byte
 //           chunk of a row is either wholly inside the matrix or wholly outside,
 //           so tails are cp.async with src-size 0 (zero fill) and masked 16-byte stores.
-//   general anything else: the same pipeline, but each chunk is gathered one fp16
-//           at a time with synchronous loads (zeros outside) and stored one
-//           element at a time. Correct for any M, N, K >= 1; slower.
+//   general anything else: the plain pipeline (no fragment overlap: it would
+//           cost registers and there is nothing asynchronous to overlap), each
+//           chunk gathered one fp16 at a time with synchronous loads (zeros
+//           outside) and stored one element at a time. Correct for any
+//           M, N, K >= 1; slower.
 //
 // launch_pipelined_gemm / pipelined_gemm_config are the entry points other lessons
 // reuse (lesson 04 falls back to them off Hopper).
@@ -39,7 +43,8 @@
 
 namespace wb {
 
-template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_PER_SM_ = 1>
+template <int BLOCK_M_, int BLOCK_N_, int BLOCK_K_, int WARPS_M_, int WARPS_N_, int STAGES_, int MIN_BLOCKS_PER_SM_ = 1,
+          bool OVERLAPPED_ = true>
 struct PipelinedShape {
   static constexpr int BLOCK_M = BLOCK_M_;  // <- output rows per block
   static constexpr int BLOCK_N = BLOCK_N_;  // <- output columns per block
@@ -48,6 +53,7 @@ struct PipelinedShape {
   static constexpr int WARPS_N = WARPS_N_;  // <- warps across it
   static constexpr int STAGES = STAGES_;    // <- k-slices resident in shared memory at once
   static constexpr int MIN_BLOCKS_PER_SM = MIN_BLOCKS_PER_SM_;  // <- caps registers so this many blocks fit an SM
+  static constexpr bool OVERLAPPED = OVERLAPPED_;  // <- next k16 step's fragments in flight during this one's mma
   static constexpr int THREADS = WARPS_M * WARPS_N * 32;
   static constexpr int WARP_M = BLOCK_M / WARPS_M;  // the warp tile, (WARP_M, WARP_N)
   static constexpr int WARP_N = BLOCK_N / WARPS_N;
@@ -67,8 +73,9 @@ struct PipelinedShape {
   static_assert(BLOCK_M % WARPS_M == 0 && BLOCK_N % WARPS_N == 0, "warps must tile the block tile evenly");
   static_assert(WARP_M % 16 == 0, "a warp tile's height must be a whole number of 16-row mma tiles");
   static_assert(WARP_N % 16 == 0, "a warp tile's width must be a whole number of 16-column ldmatrix.x4.trans loads");
-  static_assert(WARP_N <= 64, "B fragments are addressed within one 8-chunk swizzle period (WARP_N <= 64)");
-  static_assert(BLOCK_K % 16 == 0, "BLOCK_K must be a whole number of 16-deep mma steps");
+  static_assert(WARP_N == 16 || WARP_N == 32 || WARP_N == 64,
+                "B fragments are addressed within one 8-chunk swizzle period, by XOR (WARP_N 16, 32 or 64)");
+  static_assert(BLOCK_K % 32 == 0, "BLOCK_K must be an even number of 16-deep mma steps (two fragment buffers)");
   static_assert(BLOCK_K == 32 || BLOCK_K % 64 == 0, "the A swizzle handles 64-byte rows or multiples of 128 bytes");
   static_assert(BLOCK_N % 64 == 0, "the B swizzle needs rows of a multiple of 128 bytes (BLOCK_N % 64 == 0)");
   static_assert(A_STAGE_HALVES % (8 * THREADS) == 0, "the A tile's 16-byte chunks must split evenly over the threads");
@@ -79,9 +86,10 @@ struct PipelinedShape {
 };
 
 // The lesson's configuration: 128 x 256 x 64, 8 warps of 64 x 64, 3 stages
-// (144 KiB of shared memory, one block per SM at about 240 registers a thread).
-// Measured on an H100 at 4096^3, it beat 128x256x32 with 4 stages by 17% (half
-// the barriers per unit of k) and 128x128x32 with two blocks per SM by 14%.
+// (144 KiB of shared memory, one block per SM at 255 registers a thread, no
+// spills). Measured on an H100 at 4096^3: 59.0% of cuBLAS; 4 stages the same,
+// 128x256x32 with 4 stages 54.3% (twice the barriers per unit of k),
+// 128x128x32 with two blocks per SM 43.6%, the plain pipeline 50.6%.
 using DefaultPipelinedShape = PipelinedShape<128, 256, 64, 2, 4, 3>;
 
 // Offset (in halves) of 16-byte chunk `chunk` of row `row` in a swizzled
@@ -98,6 +106,16 @@ __device__ __forceinline__ int swizzled_offset(int row, int chunk) {
     return row * COLS + ((chunk ^ (row & 7)) * 8);
   } else {
     return row * COLS + ((chunk ^ ((row >> 1) & 3)) * 8);
+  }
+}
+
+// The bits swizzled_offset XORs into the chunk index of row `row`.
+template <int COLS>
+__device__ __forceinline__ int swizzle_bits(int row) {
+  if constexpr ((COLS / 8) % 8 == 0) {
+    return row & 7;
+  } else {
+    return (row >> 1) & 3;
   }
 }
 
@@ -135,43 +153,63 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS_PER_SM)
   const int k_tiles = ceil_div(k, S::BLOCK_K);
 
   // ---- global -> shared, one k-slice into one stage
-  // Each thread copies the same chunk positions every slice: chunk index
-  // threadIdx.x + i * THREADS, row = index / chunks-per-row.
-  auto load_slice = [&](int stage, int k_tile) {
+  // Thread t copies chunks t, t + THREADS, t + 2*THREADS, ... of each tile, so
+  // its column chunk is the same for every i and its rows step by a constant:
+  // one base pointer per operand, advanced by BLOCK_K each slice. `part` splits
+  // a slice's copies over the K_STEPS k16 steps, so they interleave with the mma.
+  constexpr int A_CHUNKS_PER_ROW = S::BLOCK_K / 8;
+  constexpr int B_CHUNKS_PER_ROW = S::BLOCK_N / 8;
+  constexpr int A_ROWS_PER_PASS = S::THREADS / A_CHUNKS_PER_ROW;  // A rows one pass of the threads covers
+  constexpr int B_ROWS_PER_PASS = S::THREADS / B_CHUNKS_PER_ROW;
+  static_assert(S::THREADS % A_CHUNKS_PER_ROW == 0 && S::THREADS % B_CHUNKS_PER_ROW == 0,
+                "each thread's chunk column must stay fixed from pass to pass");
+  const int a_row = int(threadIdx.x) / A_CHUNKS_PER_ROW, a_chunk = int(threadIdx.x) % A_CHUNKS_PER_ROW;
+  const int b_row = int(threadIdx.x) / B_CHUNKS_PER_ROW, b_chunk = int(threadIdx.x) % B_CHUNKS_PER_ROW;
+  const __half* a_src = a + int64_t(m0 + a_row) * k + a_chunk * 8;  // chunk pass 0 of k-slice 0
+  const __half* b_src = b + int64_t(b_row) * n + n0 + b_chunk * 8;
+  const int64_t a_pass_stride = int64_t(A_ROWS_PER_PASS) * k;
+  const int64_t b_pass_stride = int64_t(B_ROWS_PER_PASS) * n;
+  // The swizzled shared offsets differ between passes by whole rows (the rows a
+  // pass covers are a multiple of the swizzle period), so they are constants.
+  const int a_dst0 = swizzled_offset<S::BLOCK_K>(a_row, a_chunk);
+  const int b_dst0 = swizzled_offset<S::BLOCK_N>(b_row, b_chunk);
+  static_assert(A_ROWS_PER_PASS % 8 == 0 && B_ROWS_PER_PASS % 8 == 0, "passes must step by whole swizzle periods");
+
+  // A slice past the end (k_tile >= k_tiles) copies zeros and reads nothing:
+  // the pipeline's refills need no branch.
+  auto load_slice_part = [&](int stage, int k_tile, int part, int parts) {
     const int k0 = k_tile * S::BLOCK_K;
+    const int k_end = k_tile < k_tiles ? k : 0;  // columns of A / rows of B that exist in this slice
     __half* a_stage = a_stages + stage * S::A_STAGE_HALVES;
     __half* b_stage = b_stages + stage * S::B_STAGE_HALVES;
-    constexpr int A_CHUNKS_PER_ROW = S::BLOCK_K / 8;
-    constexpr int B_CHUNKS_PER_ROW = S::BLOCK_N / 8;
 #pragma unroll
     for (int i = 0; i < S::A_CHUNKS_PER_THREAD; ++i) {
-      const int index = int(threadIdx.x) + i * S::THREADS;
-      const int r = index / A_CHUNKS_PER_ROW, ch = index % A_CHUNKS_PER_ROW;
-      const int gr = m0 + r, gc = k0 + ch * 8;
-      __half* dst = a_stage + swizzled_offset<S::BLOCK_K>(r, ch);
-      const __half* src = a + int64_t(gr) * k + gc;
+      if (i % parts != part) continue;  // resolved at compile time: the loops are unrolled
+      const int gr = m0 + a_row + i * A_ROWS_PER_PASS, gc = k0 + a_chunk * 8;
+      const __half* src = a_src + i * a_pass_stride + k0;
+      __half* dst = a_stage + a_dst0 + i * A_ROWS_PER_PASS * S::BLOCK_K;
       if constexpr (ALIGNED16) {
-        const bool inside = gr < m && gc < k;  // k % 8 == 0: a chunk is wholly in or wholly out
+        const bool inside = gr < m && gc < k_end;  // k % 8 == 0: a chunk is wholly in or wholly out
         cp_async_16_zero_fill(shared_address(dst), inside ? src : a, inside ? 16 : 0);
       } else {
-        *reinterpret_cast<uint4*>(dst) = gather_chunk_masked(src, gr < m ? k - gc : 0);
+        *reinterpret_cast<uint4*>(dst) = gather_chunk_masked(src, gr < m ? k_end - gc : 0);
       }
     }
 #pragma unroll
     for (int i = 0; i < S::B_CHUNKS_PER_THREAD; ++i) {
-      const int index = int(threadIdx.x) + i * S::THREADS;
-      const int r = index / B_CHUNKS_PER_ROW, ch = index % B_CHUNKS_PER_ROW;
-      const int gr = k0 + r, gc = n0 + ch * 8;
-      __half* dst = b_stage + swizzled_offset<S::BLOCK_N>(r, ch);
-      const __half* src = b + int64_t(gr) * n + gc;
+      if ((S::A_CHUNKS_PER_THREAD + i) % parts != part) continue;
+      const int gr = k0 + b_row + i * B_ROWS_PER_PASS, gc = n0 + b_chunk * 8;
+      const __half* src = b_src + i * b_pass_stride + int64_t(k0) * n;
+      __half* dst = b_stage + b_dst0 + i * B_ROWS_PER_PASS * S::BLOCK_N;
       if constexpr (ALIGNED16) {
-        const bool inside = gr < k && gc < n;  // n % 8 == 0
+        const bool inside = gr < k_end && gc < n;  // n % 8 == 0
         cp_async_16_zero_fill(shared_address(dst), inside ? src : b, inside ? 16 : 0);
       } else {
-        *reinterpret_cast<uint4*>(dst) = gather_chunk_masked(src, gr < k ? n - gc : 0);
+        *reinterpret_cast<uint4*>(dst) = gather_chunk_masked(src, gr < k_end ? n - gc : 0);
       }
     }
   };
+  auto load_slice = [&](int stage, int k_tile) { load_slice_part(stage, k_tile, 0, 1); };
 
   float acc[S::MMAS_M][S::MMAS_N][4];  // (WARP_M, WARP_N) in mma C-fragment layout
 #pragma unroll
@@ -181,59 +219,121 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS_PER_SM)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
-  // ---- acc += A slice * B slice for this warp's tile
-  auto multiply_slice = [&](int stage) {
-    const uint32_t a_base = shared_address(a_stages + stage * S::A_STAGE_HALVES);
-    const uint32_t b_base = shared_address(b_stages + stage * S::B_STAGE_HALVES);
+  // ---- ldmatrix addresses
+  // A: lanes 0-15 address rows 0-15 of a 16x16 tile at chunk kk/8, lanes 16-31
+  // the next chunk. B (.trans): lanes 0-15 address k rows kk..kk+15 at one
+  // 8-column chunk, lanes 16-31 the next; that yields two n8 "col" operands.
+  // Every row these lanes address has the same row % 8 (the swizzle's input)
+  // whatever i, j and kk are, so the swizzled chunk is a per-thread constant
+  // XOR a compile-time one: per load, one LOP3 and an immediate offset.
+  const int a_lane_row = warp_row0 + lane % 16;
+  const int a_swz = swizzle_bits<S::BLOCK_K>(a_lane_row) ^ (lane / 16);
+  const uint32_t a_lane_base = 2 * uint32_t(a_lane_row * S::BLOCK_K);
+  const int b_lane_row = lane % 16;
+  const int b_swz = swizzle_bits<S::BLOCK_N>(b_lane_row) ^ (lane / 16) ^ (warp_col0 / 8);
+  const uint32_t b_lane_base = 2 * uint32_t(b_lane_row * S::BLOCK_N);
+
+  // Fragments of one k16 step of this warp's tile.
+  struct Fragments {
+    uint32_t a[S::MMAS_M][4];
+    uint32_t b[S::MMAS_N][2];
+  };
+  auto load_fragments = [&](Fragments& f, uint32_t a_stage_addr, uint32_t b_stage_addr, int kk) {
 #pragma unroll
-    for (int kk = 0; kk < S::BLOCK_K; kk += 16) {
-      uint32_t a_frag[S::MMAS_M][4];
-      uint32_t b_frag[S::MMAS_N][2];
-      // A: lanes 0-15 address rows 0-15 at chunk kk/8, lanes 16-31 the next chunk.
+    for (int i = 0; i < S::MMAS_M; ++i) {
+      const int chunk = (kk / 8) ^ a_swz;  // kk / 8 is even: adding lane / 16 is an XOR
+      ldmatrix_x4(f.a[i], a_stage_addr + a_lane_base + 2 * (i * 16 * S::BLOCK_K + chunk * 8));
+    }
 #pragma unroll
-      for (int i = 0; i < S::MMAS_M; ++i) {
-        const int row = warp_row0 + i * 16 + (lane % 16);
-        const int chunk = kk / 8 + lane / 16;
-        ldmatrix_x4(a_frag[i], a_base + 2 * swizzled_offset<S::BLOCK_K>(row, chunk));
-      }
-      // B: lanes 0-15 address k rows kk..kk+15 at one 8-column chunk, lanes 16-31
-      // the next chunk; .trans yields the "col" operand for two n8 tiles.
-#pragma unroll
-      for (int j = 0; j < S::MMAS_N; j += 2) {
-        const int row = kk + (lane % 16);
-        const int chunk = (warp_col0 + j * 8) / 8 + lane / 16;
-        uint32_t r[4];
-        ldmatrix_x4_trans(r, b_base + 2 * swizzled_offset<S::BLOCK_N>(row, chunk));
-        b_frag[j][0] = r[0];
-        b_frag[j][1] = r[1];
-        b_frag[j + 1][0] = r[2];
-        b_frag[j + 1][1] = r[3];
-      }
-#pragma unroll
-      for (int i = 0; i < S::MMAS_M; ++i)
-#pragma unroll
-        for (int j = 0; j < S::MMAS_N; ++j) mma_m16n8k16_f32(acc[i][j], a_frag[i], b_frag[j]);
+    for (int j = 0; j < S::MMAS_N; j += 2) {
+      const int chunk = j ^ b_swz;  // j < 8 and warp_col0 / 8 a multiple of WARP_N / 8: bits apart
+      uint32_t r[4];
+      ldmatrix_x4_trans(r, b_stage_addr + b_lane_base + 2 * (kk * S::BLOCK_N + chunk * 8));
+      f.b[j][0] = r[0];
+      f.b[j][1] = r[1];
+      f.b[j + 1][0] = r[2];
+      f.b[j + 1][1] = r[3];
     }
   };
-
-  // ---- the pipeline
-  // Commit group g holds k-slice g (empty groups past the end keep the count
-  // regular). Before multiplying slice t we wait until at most STAGES-2 groups are
-  // pending, i.e. slices 0..t have landed; the barrier then makes every thread's
-  // copies visible and proves slice t-1's stage is no longer being read, so it
-  // can be refilled with slice t + STAGES - 1.
+  // Serpentine over j: consecutive mma share an A or a B operand.
+  auto mma_fragments = [&](const Fragments& f) {
 #pragma unroll
-  for (int s = 0; s < S::STAGES - 1; ++s) {
-    if (s < k_tiles) load_slice(s, s);
-    cp_async_commit_group();
-  }
-  for (int t = 0; t < k_tiles; ++t) {
+    for (int i = 0; i < S::MMAS_M; ++i)
+#pragma unroll
+      for (int jj = 0; jj < S::MMAS_N; ++jj) {
+        const int j = i % 2 ? S::MMAS_N - 1 - jj : jj;
+        mma_m16n8k16_f32(acc[i][j], f.a[i], f.b[j]);
+      }
+  };
+
+  const uint32_t a_smem = shared_address(a_stages), b_smem = shared_address(b_stages);
+  constexpr uint32_t A_STAGE_BYTES = 2 * S::A_STAGE_HALVES, B_STAGE_BYTES = 2 * S::B_STAGE_HALVES;
+  constexpr int K_STEPS = S::BLOCK_K / 16;
+
+  // The general path's synchronous loads leave nothing to overlap with, and the
+  // second fragment buffer would cost it registers: it takes the plain pipeline.
+  if constexpr (S::OVERLAPPED && ALIGNED16) {
+    // ---- the pipeline, with the fragments of the next k16 step in flight
+    // Commit group g holds k-slice g (empty groups past the end keep the count
+    // regular). The ldmatrix of step kk+1 is issued before the mma of step kk,
+    // so its latency hides behind 32 mma; at the last step of a slice the next
+    // slice's first fragments are loaded, after one barrier per slice that
+    //   - with cp.async.wait_group STAGES-2, proves slice t+1 has landed
+    //     (slice t+2 .. t+STAGES-1 stay in flight), and
+    //   - proves every warp has read slice t-1's stage, which the copies of
+    //     slice t+STAGES-1 refill during slice t, spread over its k16 steps.
+#pragma unroll
+    for (int s = 0; s < S::STAGES - 1; ++s) {
+      if (s < k_tiles) load_slice(s, s);
+      cp_async_commit_group();
+    }
     cp_async_wait_group<S::STAGES - 2>();
     __syncthreads();
-    const int refill = t + S::STAGES - 1;
-    if (refill < k_tiles) load_slice(refill % S::STAGES, refill);
-    cp_async_commit_group();
-    multiply_slice(t % S::STAGES);
+
+    Fragments frag[2];
+    int read_stage = 0, write_stage = S::STAGES - 1;
+    load_fragments(frag[0], a_smem, b_smem, 0);
+    for (int t = 0; t < k_tiles; ++t) {
+      const int refill = t + S::STAGES - 1;
+#pragma unroll
+      for (int kk = 0; kk < K_STEPS; ++kk) {
+        load_slice_part(write_stage, refill, kk, K_STEPS);
+        if (kk == K_STEPS - 1) {
+          cp_async_commit_group();
+          cp_async_wait_group<S::STAGES - 2>();
+          __syncthreads();
+          read_stage = read_stage + 1 == S::STAGES ? 0 : read_stage + 1;
+          write_stage = write_stage + 1 == S::STAGES ? 0 : write_stage + 1;
+        }
+        // After the last slice this reads a stale stage into registers nobody uses.
+        load_fragments(frag[(kk + 1) % 2], a_smem + read_stage * A_STAGE_BYTES, b_smem + read_stage * B_STAGE_BYTES,
+                       ((kk + 1) % K_STEPS) * 16);
+        mma_fragments(frag[kk % 2]);
+      }
+    }
+  } else {
+    // ---- the plain pipeline (the lesson's first version, kept for comparison)
+    // A barrier at the start of every slice; all of the slice's copies issued
+    // at once; each k16 step's fragments loaded right before its mma.
+#pragma unroll
+    for (int s = 0; s < S::STAGES - 1; ++s) {
+      if (s < k_tiles) load_slice(s, s);
+      cp_async_commit_group();
+    }
+    for (int t = 0; t < k_tiles; ++t) {
+      cp_async_wait_group<S::STAGES - 2>();
+      __syncthreads();
+      const int refill = t + S::STAGES - 1;
+      if (refill < k_tiles) load_slice(refill % S::STAGES, refill);
+      cp_async_commit_group();
+      const int stage = t % S::STAGES;
+#pragma unroll
+      for (int kk = 0; kk < S::BLOCK_K; kk += 16) {
+        Fragments f;
+        load_fragments(f, a_smem + stage * A_STAGE_BYTES, b_smem + stage * B_STAGE_BYTES, kk);
+        mma_fragments(f);
+      }
+    }
   }
   cp_async_wait_group<0>();
   __syncthreads();  // every warp is done with the pipeline's shared memory
