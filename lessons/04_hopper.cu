@@ -126,6 +126,14 @@ std::vector<Variant> variants() {
                      HopperStep::persistent_tma_store, Activation::gelu),
       hopper_variant("tma_store_relu", "tma_store + ReLU fused into the epilogue", HopperStep::persistent_tma_store,
                      Activation::relu),
+      hopper_variant("pingpong",
+                     "tma_store, but each consumer owns a 128x128 tile and they alternate: one's epilogue overlaps "
+                     "the other's wgmmas",
+                     HopperStep::pingpong, Activation::none),
+      hopper_variant("pingpong_gelu", "pingpong + GELU (tanh) fused into the epilogue", HopperStep::pingpong,
+                     Activation::gelu),
+      hopper_variant("pingpong_relu", "pingpong + ReLU fused into the epilogue", HopperStep::pingpong,
+                     Activation::relu),
   };
 }
 

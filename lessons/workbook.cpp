@@ -79,7 +79,7 @@ int run_program(const std::vector<std::string>& args, bool quiet) {
 int cmd_list() {
   for (const LessonInfo& l : lesson_catalog()) {
     const auto recorded = recorded_results_files(assets_dir(), l.id);
-    std::printf("%s  %-18s %-72s %s, %zu recorded\n", l.number.c_str(), l.id.c_str(), l.title.c_str(),
+    std::printf("%s  %-18s %-76s %s, %zu recorded\n", l.number.c_str(), l.id.c_str(), l.title.c_str(),
                 built_here(l) ? "built" : "not built", recorded.size());
   }
   return kExitOk;

@@ -78,11 +78,13 @@ stage_sanitize() {
   return $rc
 }
 
-# trace LESSON VARIANT [shape args]: a traced run of one variant.
+# trace LESSON VARIANT [SIZE]: a traced run of one variant at SIZE^3 (default 4096);
+# the file is LESSON.VARIANT.json, or LESSON.VARIANT.SIZE.json for another size.
 trace() {
-  local l=$1 v=$2; shift 2
+  local l=$1 v=$2 s=${3:-4096} name
   have "$l" || return 0
-  "$bin/$l" --variant "$v" --reps 9 --rounds 3 "$@" --trace "$work/traces/$l.$v.json"
+  name=$l.$v; [ "$s" = 4096 ] || name=$name.$s
+  "$bin/$l" --variant "$v" --reps 9 --rounds 3 --m "$s" --n "$s" --k "$s" --trace "$work/traces/$name.json"
 }
 
 stage_lessons() {
@@ -96,7 +98,8 @@ stage_lessons() {
   trace lesson02_blocked "$("$bin/lesson02_blocked" --list | tail -n 1 | cut -d' ' -f1)" || rc=1
   trace lesson03_grouped row_major || rc=1
   trace lesson03_grouped grouped8 || rc=1
-  trace lesson03_grouped row_major --m 8192 --n 8192 --k 8192 || true
+  trace lesson03_grouped row_major 8192 || rc=1
+  trace lesson03_grouped grouped8 8192 || rc=1
   trace lesson04_hopper persistent || rc=1
   return $rc
 }

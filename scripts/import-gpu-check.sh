@@ -12,12 +12,13 @@ trap 'rm -rf "$tmp"' EXIT
 tar xzf "$archive" -C "$tmp"
 first=$(ls "$tmp"/gpu-check/results/*.json | head -n 1)
 # The GPU's name as the results record it, as a folder name: "NVIDIA H100 80GB HBM3" -> nvidia-h100-80gb-hbm3
-gpu=$(grep -m1 -A2 '"gpu": {' "$first" | grep -m1 '"name"' | sed 's/.*"name": "\(.*\)".*/\1/' |
+gpu=$(sed -n '/"gpu": {/,/}/p' "$first" | grep -m1 '"name"' | sed 's/.*"name": "\(.*\)".*/\1/' |
       tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
 [ -n "$gpu" ] || { echo "import: no GPU name in $first" >&2; exit 1; }
 mkdir -p "$root/assets/results/$gpu" "$root/assets/traces/$gpu"
 cp "$tmp"/gpu-check/results/*.json "$root/assets/results/$gpu/"
 cp "$summary" "$root/assets/results/$gpu/gpu-check-summary.txt"
+shopt -s nullglob
 for t in "$tmp"/gpu-check/traces/*.json; do
   case "$t" in
     # Perfetto exports of the largest traces are regenerated on demand (lesson --trace), not kept.

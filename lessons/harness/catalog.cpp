@@ -34,7 +34,8 @@ const std::vector<LessonInfo>& lesson_catalog() {
        "H100 GEMM worklogs",
        "The Tensor Memory Accelerator copies tiles into shared memory on its own, signalling an mbarrier; "
        "warpgroup MMA (wgmma) reads operands straight from shared memory; a producer warpgroup loads while "
-       "consumer warpgroups compute; a persistent grid walks the tiles in grouped order.",
+       "consumer warpgroups compute; a persistent grid walks the tiles in grouped order; the epilogue stages C "
+       "in shared memory and stores it with TMA while the next tile starts.",
        "Address generation and copies leave the SM's threads, wgmma runs at Hopper's full tensor rate "
        "(mma.sync does not), and the persistent grid overlaps one tile's epilogue with the next tile's loads.",
        "Each step against cuBLAS, as the median of interleaved rounds.", "Hopper (sm_90a)"},
