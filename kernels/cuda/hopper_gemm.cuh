@@ -70,6 +70,15 @@ static_assert(kProducerRegs + kConsumers * kConsumerRegs <= 65536 / kWarpgroupTh
               "the warpgroups' register budgets must fit the 64K-register file");
 static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0, "setmaxnreg counts are multiples of 8");
 
+// Step 7 (pingpong): the same 3 warpgroups, but each consumer owns a whole
+// 128 x 128 tile (two m64n128k16 wgmmas per k16 step, 2 x 64 fp32 registers per
+// thread: as many as a 64 x 256 half) and the two consumers take alternate tiles.
+// A stage is 32 KB instead of 48, so 6 stages fit beside the staging buffers.
+constexpr int kPpBlockM = 128;         // <- one consumer's tile: two 64-row wgmmas
+constexpr int kPpBlockN = 128;         // <- = kStoreCols: a tile is staged in two 64-row halves
+constexpr int kPpStages = 6;           // <- 6 x 32 KB + 2 x 16 KB staging of 227 KB
+constexpr int kOrderBarrier = 3;       // <- named barriers 3, 4: "tile i's mainloop may start" (1, 2: epilogue)
+
 // Step 5's staging buffer for the output tile: each consumer warpgroup owns
 // 64 rows x 128 columns (two 64 x 64 TMA boxes, 128B-swizzled, 16 KB) and
 // stores its 64 x 256 accumulator through it in two halves. 4 stages (192 KB)
@@ -198,45 +207,50 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
 // 8 rows a store instruction touches then fall in 8 different chunks, so the
 // warp's 32 four-byte stores hit 32 different banks.
 template <Activation kAct, bool kPackAhead>
-__device__ __forceinline__ void store_tile_via_smem(const float (&d)[kWsBlockN / 2], __half* staging,
-                                                    const CUtensorMap* c_map, int row0, int col0, int barrier_id) {
+__device__ __forceinline__ void store_64x128_via_smem(const float (&d)[64], __half* staging, const CUtensorMap* c_map,
+                                                      int row0, int col0, int barrier_id) {
   constexpr int kBoxBytes = 64 * kSwizzleBytes;  // one (64, 64) fp16 box
-  constexpr int kSlices = kStoreCols / 8;        // 8-column slices per half
+  constexpr int kSlices = kStoreCols / 8;        // 8-column slices
   const int lane = threadIdx.x % 32;
   const int warp = (threadIdx.x % kWarpgroupThreads) / 32;
   const bool leader = threadIdx.x % kWarpgroupThreads == 0;
   const int row = 16 * warp + lane / 4;  // and row + 8; both have row % 8 == lane / 4
   uint8_t* base = reinterpret_cast<uint8_t*>(staging);
+  auto pack = [&](int j, int upper) {  // rows `row` (upper = 0) and `row + 8`, two fp16 columns
+    return pack_half2(epilogue_activation<kAct>(d[4 * j + 2 * upper]), epilogue_activation<kAct>(d[4 * j + 2 * upper + 1]));
+  };
+  uint32_t packed[kPackAhead ? kSlices : 1][2];
+  if constexpr (kPackAhead) {
 #pragma unroll
-  for (int half = 0; half < kWsBlockN / kStoreCols; ++half) {
-    auto pack = [&](int jj, int upper) {  // rows `row` (upper = 0) and `row + 8`, two fp16 columns
-      const int j = half * kSlices + jj;
-      return pack_half2(epilogue_activation<kAct>(d[4 * j + 2 * upper]),
-                        epilogue_activation<kAct>(d[4 * j + 2 * upper + 1]));
-    };
-    uint32_t packed[kPackAhead ? kSlices : 1][2];
-    if constexpr (kPackAhead) {
-#pragma unroll
-      for (int jj = 0; jj < kSlices; ++jj) packed[jj][0] = pack(jj, 0), packed[jj][1] = pack(jj, 1);
-    }
-    if (leader) tma_store_wait_read<0>();  // the previous half has left the buffer
-    warpgroup_barrier(barrier_id);
-#pragma unroll
-    for (int jj = 0; jj < kSlices; ++jj) {
-      const int offset = (jj / 8) * kBoxBytes + ((jj % 8) ^ (lane / 4)) * 16 + (lane % 4) * 4;
-      *reinterpret_cast<uint32_t*>(base + row * kSwizzleBytes + offset) = kPackAhead ? packed[jj][0] : pack(jj, 0);
-      *reinterpret_cast<uint32_t*>(base + (row + 8) * kSwizzleBytes + offset) =
-          kPackAhead ? packed[jj][1] : pack(jj, 1);
-    }
-    fence_proxy_async_shared();
-    warpgroup_barrier(barrier_id);
-    if (leader) {
-#pragma unroll
-      for (int box = 0; box < kStoreCols / kPanelCols; ++box)
-        tma_store_2d(c_map, base + box * kBoxBytes, row0, col0 + half * kStoreCols + box * kPanelCols);
-      tma_store_commit();
-    }
+    for (int j = 0; j < kSlices; ++j) packed[j][0] = pack(j, 0), packed[j][1] = pack(j, 1);
   }
+  if (leader) tma_store_wait_read<0>();  // the previous half has left the buffer
+  warpgroup_barrier(barrier_id);
+#pragma unroll
+  for (int j = 0; j < kSlices; ++j) {
+    const int offset = (j / 8) * kBoxBytes + ((j % 8) ^ (lane / 4)) * 16 + (lane % 4) * 4;
+    *reinterpret_cast<uint32_t*>(base + row * kSwizzleBytes + offset) = kPackAhead ? packed[j][0] : pack(j, 0);
+    *reinterpret_cast<uint32_t*>(base + (row + 8) * kSwizzleBytes + offset) = kPackAhead ? packed[j][1] : pack(j, 1);
+  }
+  fence_proxy_async_shared();
+  warpgroup_barrier(barrier_id);
+  if (leader) {
+#pragma unroll
+    for (int box = 0; box < kStoreCols / kPanelCols; ++box)
+      tma_store_2d(c_map, base + box * kBoxBytes, row0, col0 + box * kPanelCols);
+    tma_store_commit();
+  }
+}
+
+// A 64 x 256 accumulator is two 64 x 128 halves: slices j = 0..15 are d[0..63],
+// slices 16..31 are d[64..127] (see the layout in hopper_wgmma.cuh).
+template <Activation kAct, bool kPackAhead>
+__device__ __forceinline__ void store_tile_via_smem(const float (&d)[kWsBlockN / 2], __half* staging,
+                                                    const CUtensorMap* c_map, int row0, int col0, int barrier_id) {
+#pragma unroll
+  for (int half = 0; half < kWsBlockN / kStoreCols; ++half)
+    store_64x128_via_smem<kAct, kPackAhead>(*reinterpret_cast<const float(*)[64]>(d + 64 * half), staging, c_map,
+                                            row0, col0 + half * kStoreCols, barrier_id);
 }
 
 // Where tile `rank` of cluster work unit `unit` stands among the tiles in launch
@@ -507,6 +521,135 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #endif
 }
 
+// ================================================================ step 7
+// Ping-pong consumers. The block's tiles (i = 0, 1, 2, ... in the grouped order,
+// as in step 3) alternate between consumer 0 (even i) and consumer 1 (odd i);
+// each computes its whole 128 x 128 tile and stores it through its own 16 KB
+// staging buffer. The producer loads the tiles' k stages in the same order into
+// one ring of kPpStages slots, so consumer c finds tile i's stages at positions
+// i * k_tiles, ... of the ring and skips the other consumer's.
+// The two mainloops take turns: a consumer starts tile i's wgmmas only after the
+// owner of tile i-1 has issued all of its own (named barrier kOrderBarrier +
+// i % 2, 256 threads: the waiter's bar.sync meets the other's bar.arrive). So
+// the tensor cores always work for one mainloop at full rate, and while they
+// do, the other consumer runs its epilogue (activation, rounding, staging, TMA
+// store) instead of leaving them idle as in steps 2-6.
+// The signals alternate strictly (a consumer arrives again only after it has
+// waited for the other), and a consumer signals only when a tile i+1 exists, so
+// no barrier is left half-arrived at exit.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+template <Activation kAct>
+__global__ void __launch_bounds__(kWsThreads, 1)
+    pingpong_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                    const __grid_constant__ CUtensorMap c_map, int k, int tiles_m, int tiles_n, TraceRecord* trace) {
+  static_assert(kPpBlockN == kStoreCols && kPpBlockM == 2 * 64, "a tile is stored as two 64 x 128 halves");
+  static_assert(kConsumers == 2, "ping-pong alternates two consumer warpgroups");
+#if WB_WGMMA_DEVICE
+  using Smem = PipelineSmem<kPpBlockM, kPpBlockN, kPpStages, kStagingElems>;
+  extern __shared__ uint8_t smem_raw[];
+  Smem& s = aligned_smem<Smem>(smem_raw);
+
+  const int num_tiles = tiles_m * tiles_n;
+  const int k_tiles = ceil_div(k, kBlockK);
+  const int warpgroup = threadIdx.x / kWarpgroupThreads;
+  // This block's tiles: i-th = tile_of(blockIdx.x + i * gridDim.x).
+  const int block_tiles = int(blockIdx.x) < num_tiles ? ceil_div(num_tiles - int(blockIdx.x), int(gridDim.x)) : 0;
+  auto tile_number = [&](int i) { return int(blockIdx.x) + i * int(gridDim.x); };
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_descriptor(&a_map);
+    tma_prefetch_descriptor(&b_map);
+    for (int i = 0; i < kPpStages; ++i) {
+      mbarrier_init(&s.full[i], 1);   // the producer's expect-bytes arrival
+      mbarrier_init(&s.empty[i], 4);  // one arrival per warp of the one consumer that read it
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ---------------------------------------------------------- producer
+    warpgroup_release_registers<kProducerRegs>();
+    if (threadIdx.x == 0) {
+      int slot = 0;
+      uint32_t phase = 0;
+      for (int i = 0; i < block_tiles; ++i) {
+        const TileCoord tile = tile_of(TileOrder::grouped, tile_number(i), tiles_m, tiles_n, kGroupM);
+        for (int kt = 0; kt < k_tiles; ++kt) {
+          mbarrier_wait(&s.empty[slot], phase ^ 1);  // first lap: passes at once
+          load_stage<Smem, kPpBlockM, kPpBlockN>(s, slot, &a_map, &b_map, tile.m, tile.n, kt);
+          if (++slot == kPpStages) { slot = 0; phase ^= 1; }
+        }
+      }
+    }
+  } else {
+    // ---------------------------------------------------------- consumers
+    warpgroup_claim_registers<kConsumerRegs>();
+    const int consumer = warpgroup - 1;
+    const bool warp_leader = threadIdx.x % 32 == 0;
+    __half* staging = s.c + consumer * 64 * kStoreCols;
+    float acc[2][kPpBlockN / 2];  // (128, 128) fp32: two (64, 128) row slices
+
+    for (int i = consumer; i < block_tiles; i += kConsumers) {
+      const uint64_t t0 = trace ? global_timer_ns() : 0;
+      const TileCoord tile = tile_of(TileOrder::grouped, tile_number(i), tiles_m, tiles_n, kGroupM);
+      const int first_stage = i * k_tiles;  // where tile i's stages start in the ring
+      int slot = first_stage % kPpStages;
+      uint32_t phase = (first_stage / kPpStages) & 1;
+
+      if (i > 0) named_barrier_sync(kOrderBarrier + i % 2, 2 * kWarpgroupThreads);  // tile i-1 fully issued
+      int previous_slot = -1;
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        mbarrier_wait(&s.full[slot], phase);
+        const uint32_t a_base = smem_u32(s.a[slot]);
+        const uint32_t b_base = smem_u32(s.b[slot]);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
+          const uint64_t desc_b =
+              desc_n_major_b(b_base + kk * 2 * kSwizzleAtomBytes, Smem::kBPanelElems * sizeof(__half));
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const uint64_t desc_a = desc_k_major_a(a_base + r * 64 * kSwizzleBytes + kk * kWgmmaK * sizeof(__half));
+            wgmma_m64k16<kPpBlockN>(acc[r], desc_a, desc_b, kt > 0 || kk > 0);
+          }
+        }
+        wgmma_commit();
+        wgmma_wait<1>();  // the group of k tile kt-1 has finished reading its slot
+        fence_accumulators(acc[0]);
+        fence_accumulators(acc[1]);
+        if (previous_slot >= 0 && warp_leader) mbarrier_arrive(&s.empty[previous_slot]);
+        previous_slot = slot;
+        if (++slot == kPpStages) { slot = 0; phase ^= 1; }
+      }
+      // Every wgmma of tile i is issued: the other consumer may queue tile i+1's.
+      if (i + 1 < block_tiles) named_barrier_arrive(kOrderBarrier + (i + 1) % 2, 2 * kWarpgroupThreads);
+      wgmma_wait<0>();
+      fence_accumulators(acc[0]);
+      fence_accumulators(acc[1]);
+      if (warp_leader) mbarrier_arrive(&s.empty[previous_slot]);
+
+      // The epilogue, overlapping the other consumer's mainloop.
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        store_64x128_via_smem<kAct, false>(acc[r], staging, &c_map, tile.m * kPpBlockM + 64 * r, tile.n * kPpBlockN,
+                                          1 + consumer);
+      if (trace != nullptr && threadIdx.x % kWarpgroupThreads == 0) write_trace(trace, tile_number(i), tile, k, t0);
+    }
+    if (threadIdx.x % kWarpgroupThreads == 0) tma_store_wait_all<0>();  // smem stays valid until TMA is done
+  }
+#else
+  (void)k; (void)tiles_m; (void)tiles_n; (void)trace; (void)c_map;
+  __trap();
+#endif
+}
+
 // ================================================================ launchers
 
 enum class HopperStep {
@@ -516,6 +659,7 @@ enum class HopperStep {
   persistent_cluster,
   persistent_tma_store,          // step 5: step 3 + the TMA-store epilogue
   persistent_cluster_tma_store,  // step 5 + step 4's clusters
+  pingpong,                      // step 7: step 5 with ping-pong consumers on 128 x 128 tiles
 };
 
 // True when TMA can describe A and B: row strides of 16-byte multiples.
@@ -643,6 +787,46 @@ inline void launch_with_activation(const GemmArgs& g, Activation act, cudaStream
   }
 }
 
+// Step 7: one block per SM (at most one per tile), 128 x 128 tiles.
+using PpSmem = PipelineSmem<kPpBlockM, kPpBlockN, kPpStages, kStagingElems>;
+static_assert(smem_bytes_for<PpSmem>() <= 227 * 1024, "step 7's stages and staging buffers must fit 227 KB");
+template <Activation kAct>
+constexpr auto kPpKernel = pingpong_kernel<kAct>;
+
+inline int pingpong_grid(const GemmShape& s) {
+  static const int resident = [] {  // once per process
+    const int smem = smem_bytes_for<PpSmem>();
+    allow_large_smem(kPpKernel<Activation::none>, smem);
+    return sm_count() *
+           std::max(1, blocks_per_sm(reinterpret_cast<const void*>(kPpKernel<Activation::none>), kWsThreads, smem));
+  }();
+  return min_int(ceil_div(s.m, kPpBlockM) * ceil_div(s.n, kPpBlockN), resident);
+}
+
+template <Activation kAct>
+inline void launch_pingpong(const GemmArgs& g, cudaStream_t stream) {
+  const int tiles_m = ceil_div(g.m, kPpBlockM), tiles_n = ceil_div(g.n, kPpBlockN);
+  const CUtensorMap a_map = make_tensor_map_2d(g.a, g.m, g.k, kPpBlockM, kBlockK);  // boxes (128, 64)
+  const CUtensorMap b_map = make_tensor_map_2d(g.b, g.k, g.n, kBlockK, kPanelCols);  // boxes (64, 64)
+  const CUtensorMap c_map = make_tensor_map_2d(g.c, g.m, g.n, 64, kPanelCols);       // boxes (64, 64), stores
+  const int smem = smem_bytes_for<PpSmem>();
+  constexpr auto kernel = kPpKernel<kAct>;
+  allow_large_smem(kernel, smem);
+  kernel<<<pingpong_grid(GemmShape{g.m, g.n, g.k}), kWsThreads, smem, stream>>>(a_map, b_map, c_map, g.k, tiles_m,
+                                                                                 tiles_n, g.trace);
+  CUDA_CHECK_LAUNCH();
+}
+
+inline void launch_pingpong_with_activation(const GemmArgs& g, Activation act, cudaStream_t stream) {
+  switch (act) {
+    case Activation::none: launch_pingpong<Activation::none>(g, stream); break;
+    case Activation::relu: launch_pingpong<Activation::relu>(g, stream); break;
+    case Activation::leaky_relu: launch_pingpong<Activation::leaky_relu>(g, stream); break;
+    case Activation::gelu: launch_pingpong<Activation::gelu>(g, stream); break;
+    case Activation::silu: launch_pingpong<Activation::silu>(g, stream); break;
+  }
+}
+
 // Runs `step` with the fused activation `act`; shapes TMA cannot describe run
 // lesson 03's kernel instead (see hopper_fallback_note). Steps 1 and 2 store
 // without an activation; the fused epilogue is taught on the persistent kernels.
@@ -666,6 +850,7 @@ inline void launch_hopper_gemm(const GemmArgs& g, HopperStep step, Activation ac
     case HopperStep::persistent_cluster: launch_with_activation<true, 2, false>(g, act, stream); break;
     case HopperStep::persistent_tma_store: launch_with_activation<true, 1, true>(g, act, stream); break;
     case HopperStep::persistent_cluster_tma_store: launch_with_activation<true, 2, true>(g, act, stream); break;
+    case HopperStep::pingpong: launch_pingpong_with_activation(g, act, stream); break;
   }
 }
 
@@ -674,11 +859,12 @@ inline KernelConfig hopper_gemm_config(const GemmShape& s, HopperStep step) {
   if (!tma_shape_ok(s)) return pipelined_gemm_config(s, TileOrder::grouped, kGroupM);
   KernelConfig cfg;
   const bool simple = step == HopperStep::tma_wgmma;
-  cfg.block_m = simple ? kSimpleBlockM : kWsBlockM;
-  cfg.block_n = simple ? kSimpleBlockN : kWsBlockN;
+  const bool pingpong = step == HopperStep::pingpong;
+  cfg.block_m = simple ? kSimpleBlockM : pingpong ? kPpBlockM : kWsBlockM;
+  cfg.block_n = simple ? kSimpleBlockN : pingpong ? kPpBlockN : kWsBlockN;
   cfg.block_k = kBlockK;
   cfg.threads = simple ? kSimpleThreads : kWsThreads;
-  cfg.stages = simple ? kSimpleStages : kWsStages;
+  cfg.stages = simple ? kSimpleStages : pingpong ? kPpStages : kWsStages;
   cfg.order = tile_order_name(TileOrder::grouped);
   cfg.group_m = kGroupM;
   cfg.tiles_m = ceil_div(s.m, cfg.block_m);
@@ -714,8 +900,15 @@ inline KernelConfig hopper_gemm_config(const GemmShape& s, HopperStep step) {
       cfg.grid_blocks = warp_specialized_grid<true, 2, true>(s);
       kernel = reinterpret_cast<const void*>(kWsKernel<true, 2, true, Activation::none>);
       break;
+    case HopperStep::pingpong:
+      cfg.grid_blocks = pingpong_grid(s);
+      kernel = reinterpret_cast<const void*>(kPpKernel<Activation::none>);
+      break;
   }
-  if (!simple) {
+  if (pingpong) {
+    cfg.smem_bytes = smem_bytes_for<PpSmem>();
+    allow_large_smem(kPpKernel<Activation::none>, cfg.smem_bytes);
+  } else if (!simple) {
     cfg.smem_bytes = tma_store ? smem_bytes_for<WsSmem<true>>() : smem_bytes_for<WsSmem<false>>();
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg.smem_bytes));
   }
