@@ -17,6 +17,9 @@
 //                            TMA writes it out while the next tile starts. The
 //                            fused activation is a template parameter of the
 //                            epilogue.
+//   pingpong_kernel          the same roles, but each consumer computes whole
+//                            128 x 128 tiles and the two take turns: one's
+//                            epilogue runs while the other's wgmmas do.
 //
 // C = act(A * B): A (M x K), B (K x N), C (M x N), all row-major fp16, fp32
 // accumulation. Tails in M, N and K: TMA zero-fills the parts of a box outside
@@ -53,7 +56,7 @@ constexpr int kSimpleBlockN = 128;
 constexpr int kSimpleStages = 4;       // <- TMA copies in flight
 constexpr int kSimpleThreads = kWarpgroupThreads;
 
-// Steps 2-6: producer + 2 consumer warpgroups, 128 x 256 tiles.
+// Steps 2-5 and 7: producer + 2 consumer warpgroups, 128 x 256 tiles.
 constexpr int kConsumers = 2;          // <- consumer warpgroups, 64 rows each
 constexpr int kWsBlockM = 64 * kConsumers;
 constexpr int kWsBlockN = 256;         // <- one m64n256k16 wgmma per consumer per k16 step
@@ -70,14 +73,22 @@ static_assert(kProducerRegs + kConsumers * kConsumerRegs <= 65536 / kWarpgroupTh
               "the warpgroups' register budgets must fit the 64K-register file");
 static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0, "setmaxnreg counts are multiples of 8");
 
-// Step 7 (pingpong): the same 3 warpgroups, but each consumer owns a whole
-// 128 x 128 tile (two m64n128k16 wgmmas per k16 step, 2 x 64 fp32 registers per
-// thread: as many as a 64 x 256 half) and the two consumers take alternate tiles.
-// A stage is 32 KB instead of 48, so 6 stages fit beside the staging buffers.
-constexpr int kPpBlockM = 128;         // <- one consumer's tile: two 64-row wgmmas
-constexpr int kPpBlockN = 128;         // <- = kStoreCols: a tile is staged in two 64-row halves
-constexpr int kPpStages = 6;           // <- 6 x 32 KB + 2 x 16 KB staging of 227 KB
-constexpr int kOrderBarrier = 3;       // <- named barriers 3, 4: "tile i's mainloop may start" (1, 2: epilogue)
+// Step 6 (pingpong): the same 3 warpgroups, but each consumer owns a whole
+// tile and the two consumers take alternate tiles. A consumer's tile is
+// kTileM x kTileN with kTileM * kTileN / 128 = 128 fp32 registers per thread, as
+// many as a 64 x 256 half of steps 2-5: 128 x 128, two m64n128k16 wgmmas per k16
+// step, 32 KB stages, 6 of them. (64 x 256 tiles, one m64n256k16 per step, need
+// 40 KB stages, so only 4 fit, and read 40 KB from L2 per 1M MACs instead of 32:
+// measured slower still on H100, so they are not offered.)
+template <int kTileM_, int kTileN_, int kStages_>
+struct PingpongShape {
+  static constexpr int kTileM = kTileM_;
+  static constexpr int kTileN = kTileN_;
+  static constexpr int kStages = kStages_;
+  static constexpr int kGroup = kGroupM * 128 / kTileM;  // <- grouped order: 1024 rows of C per group
+};
+using PingpongSquare = PingpongShape<128, 128, 6>;  // <- 6 x 32 KB + 2 x 16 KB staging of 227 KB
+constexpr int kOrderBarrier = 3;  // <- named barriers 3, 4: "tile i's mainloop may start" (1, 2: epilogue)
 
 // Step 5's staging buffer for the output tile: each consumer warpgroup owns
 // 64 rows x 128 columns (two 64 x 64 TMA boxes, 128B-swizzled, 16 KB) and
@@ -194,13 +205,13 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
   return *reinterpret_cast<const uint32_t*>(&h);
 }
 
-// Steps 5 and 6: the same stores, but through shared memory and TMA. The
+// Steps 5 and 7: the same stores, but through shared memory and TMA. The
 // warpgroup writes 64 x 128 of its accumulator (activation applied, fp16) into
 // its staging buffer in the 128B-swizzled layout, fences it for the async
 // proxy, and one thread hands two 64 x 64 boxes to TMA; then the second half,
 // whose activation and rounding run while TMA is still reading the first
-// (kPackAhead; the cluster kernel keeps more state live and would spill those
-// 32 extra registers, so it converts while it writes).
+// (kPackAhead; the cluster and ping-pong kernels keep more state live and would
+// spill those 32 extra registers, so they convert while they write).
 // The copy engine writes whole 128-byte lines and clips rows and columns past
 // M, N itself, and the consumers go back to their wgmmas while it does.
 // Swizzle: 16-byte chunk q of line r of a box sits at chunk q ^ (r % 8); the
@@ -349,7 +360,7 @@ __global__ void __launch_bounds__(kSimpleThreads)
 #endif
 }
 
-// ============================================================ steps 2 to 6
+// ============================================================ steps 2 to 5 and 7
 // Warpgroup 0 is the producer: after giving registers back, one thread issues
 // all TMA copies, waiting on each slot's "empty" barrier before refilling it.
 // Warpgroups 1 and 2 are consumers: each owns 64 rows of the 128 x 256 tile and
@@ -521,7 +532,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #endif
 }
 
-// ================================================================ step 7
+// ================================================================ step 6 (pingpong)
 // Ping-pong consumers. The block's tiles (i = 0, 1, 2, ... in the grouped order,
 // as in step 3) alternate between consumer 0 (even i) and consumer 1 (odd i);
 // each computes its whole 128 x 128 tile and stores it through its own 16 KB
@@ -533,7 +544,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 // i % 2, 256 threads: the waiter's bar.sync meets the other's bar.arrive). So
 // the tensor cores always work for one mainloop at full rate, and while they
 // do, the other consumer runs its epilogue (activation, rounding, staging, TMA
-// store) instead of leaving them idle as in steps 2-6.
+// store) instead of leaving them idle as in steps 2-5.
 // The signals alternate strictly (a consumer arrives again only after it has
 // waited for the other), and a consumer signals only when a tile i+1 exists, so
 // no barrier is left half-arrived at exit.
@@ -544,14 +555,17 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-template <Activation kAct>
+template <class Shape, Activation kAct>
 __global__ void __launch_bounds__(kWsThreads, 1)
     pingpong_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                     const __grid_constant__ CUtensorMap c_map, int k, int tiles_m, int tiles_n, TraceRecord* trace) {
-  static_assert(kPpBlockN == kStoreCols && kPpBlockM == 2 * 64, "a tile is stored as two 64 x 128 halves");
+  static_assert(Shape::kTileM % 64 == 0 && Shape::kTileN % kStoreCols == 0, "a tile is stored in 64 x 128 pieces");
+  static_assert(Shape::kTileM * Shape::kTileN / kWarpgroupThreads == 128, "128 accumulator registers per consumer thread");
   static_assert(kConsumers == 2, "ping-pong alternates two consumer warpgroups");
 #if WB_WGMMA_DEVICE
-  using Smem = PipelineSmem<kPpBlockM, kPpBlockN, kPpStages, kStagingElems>;
+  constexpr int kTileM = Shape::kTileM, kTileN = Shape::kTileN, kStages = Shape::kStages;
+  constexpr int kRowSlices = kTileM / 64;  // 64-row wgmmas per k16 step
+  using Smem = PipelineSmem<kTileM, kTileN, kStages, kStagingElems>;
   extern __shared__ uint8_t smem_raw[];
   Smem& s = aligned_smem<Smem>(smem_raw);
 
@@ -565,7 +579,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   if (threadIdx.x == 0) {
     tma_prefetch_descriptor(&a_map);
     tma_prefetch_descriptor(&b_map);
-    for (int i = 0; i < kPpStages; ++i) {
+    for (int i = 0; i < kStages; ++i) {
       mbarrier_init(&s.full[i], 1);   // the producer's expect-bytes arrival
       mbarrier_init(&s.empty[i], 4);  // one arrival per warp of the one consumer that read it
     }
@@ -580,11 +594,11 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       int slot = 0;
       uint32_t phase = 0;
       for (int i = 0; i < block_tiles; ++i) {
-        const TileCoord tile = tile_of(TileOrder::grouped, tile_number(i), tiles_m, tiles_n, kGroupM);
+        const TileCoord tile = tile_of(TileOrder::grouped, tile_number(i), tiles_m, tiles_n, Shape::kGroup);
         for (int kt = 0; kt < k_tiles; ++kt) {
           mbarrier_wait(&s.empty[slot], phase ^ 1);  // first lap: passes at once
-          load_stage<Smem, kPpBlockM, kPpBlockN>(s, slot, &a_map, &b_map, tile.m, tile.n, kt);
-          if (++slot == kPpStages) { slot = 0; phase ^= 1; }
+          load_stage<Smem, kTileM, kTileN>(s, slot, &a_map, &b_map, tile.m, tile.n, kt);
+          if (++slot == kStages) { slot = 0; phase ^= 1; }
         }
       }
     }
@@ -594,14 +608,14 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     const int consumer = warpgroup - 1;
     const bool warp_leader = threadIdx.x % 32 == 0;
     __half* staging = s.c + consumer * 64 * kStoreCols;
-    float acc[2][kPpBlockN / 2];  // (128, 128) fp32: two (64, 128) row slices
+    float acc[kRowSlices][kTileN / 2];  // (kTileM, kTileN) fp32 as (64, kTileN) row slices
 
     for (int i = consumer; i < block_tiles; i += kConsumers) {
       const uint64_t t0 = trace ? global_timer_ns() : 0;
-      const TileCoord tile = tile_of(TileOrder::grouped, tile_number(i), tiles_m, tiles_n, kGroupM);
+      const TileCoord tile = tile_of(TileOrder::grouped, tile_number(i), tiles_m, tiles_n, Shape::kGroup);
       const int first_stage = i * k_tiles;  // where tile i's stages start in the ring
-      int slot = first_stage % kPpStages;
-      uint32_t phase = (first_stage / kPpStages) & 1;
+      int slot = first_stage % kStages;
+      uint32_t phase = (first_stage / kStages) & 1;
 
       if (i > 0) named_barrier_sync(kOrderBarrier + i % 2, 2 * kWarpgroupThreads);  // tile i-1 fully issued
       int previous_slot = -1;
@@ -615,31 +629,34 @@ __global__ void __launch_bounds__(kWsThreads, 1)
           const uint64_t desc_b =
               desc_n_major_b(b_base + kk * 2 * kSwizzleAtomBytes, Smem::kBPanelElems * sizeof(__half));
 #pragma unroll
-          for (int r = 0; r < 2; ++r) {
+          for (int r = 0; r < kRowSlices; ++r) {
             const uint64_t desc_a = desc_k_major_a(a_base + r * 64 * kSwizzleBytes + kk * kWgmmaK * sizeof(__half));
-            wgmma_m64k16<kPpBlockN>(acc[r], desc_a, desc_b, kt > 0 || kk > 0);
+            wgmma_m64k16<kTileN>(acc[r], desc_a, desc_b, kt > 0 || kk > 0);
           }
         }
         wgmma_commit();
         wgmma_wait<1>();  // the group of k tile kt-1 has finished reading its slot
-        fence_accumulators(acc[0]);
-        fence_accumulators(acc[1]);
+#pragma unroll
+        for (int r = 0; r < kRowSlices; ++r) fence_accumulators(acc[r]);
         if (previous_slot >= 0 && warp_leader) mbarrier_arrive(&s.empty[previous_slot]);
         previous_slot = slot;
-        if (++slot == kPpStages) { slot = 0; phase ^= 1; }
+        if (++slot == kStages) { slot = 0; phase ^= 1; }
       }
       // Every wgmma of tile i is issued: the other consumer may queue tile i+1's.
       if (i + 1 < block_tiles) named_barrier_arrive(kOrderBarrier + (i + 1) % 2, 2 * kWarpgroupThreads);
       wgmma_wait<0>();
-      fence_accumulators(acc[0]);
-      fence_accumulators(acc[1]);
+#pragma unroll
+      for (int r = 0; r < kRowSlices; ++r) fence_accumulators(acc[r]);
       if (warp_leader) mbarrier_arrive(&s.empty[previous_slot]);
 
       // The epilogue, overlapping the other consumer's mainloop.
 #pragma unroll
-      for (int r = 0; r < 2; ++r)
-        store_64x128_via_smem<kAct, false>(acc[r], staging, &c_map, tile.m * kPpBlockM + 64 * r, tile.n * kPpBlockN,
-                                          1 + consumer);
+      for (int r = 0; r < kRowSlices; ++r) {
+#pragma unroll
+        for (int h = 0; h < kTileN / kStoreCols; ++h)
+          store_64x128_via_smem<kAct, false>(*reinterpret_cast<const float(*)[64]>(acc[r] + 64 * h), staging, &c_map,
+                                             tile.m * kTileM + 64 * r, tile.n * kTileN + kStoreCols * h, 1 + consumer);
+      }
       if (trace != nullptr && threadIdx.x % kWarpgroupThreads == 0) write_trace(trace, tile_number(i), tile, k, t0);
     }
     if (threadIdx.x % kWarpgroupThreads == 0) tma_store_wait_all<0>();  // smem stays valid until TMA is done
@@ -659,7 +676,7 @@ enum class HopperStep {
   persistent_cluster,
   persistent_tma_store,          // step 5: step 3 + the TMA-store epilogue
   persistent_cluster_tma_store,  // step 5 + step 4's clusters
-  pingpong,                      // step 7: step 5 with ping-pong consumers on 128 x 128 tiles
+  pingpong,                      // step 6: step 5 with ping-pong consumers, 128 x 128 tiles
 };
 
 // True when TMA can describe A and B: row strides of 16-byte multiples.
@@ -747,7 +764,7 @@ inline int warp_specialized_grid(const GemmShape& s) {
   }
 }
 
-// Steps 2-6.
+// Steps 2-5 and 7.
 template <bool kPersistent, int kCluster, bool kTmaStore, Activation kAct>
 inline void launch_warp_specialized(const GemmArgs& g, cudaStream_t stream) {
   const int tiles_m = ceil_div(g.m, kWsBlockM), tiles_n = ceil_div(g.n, kWsBlockN);
@@ -787,43 +804,47 @@ inline void launch_with_activation(const GemmArgs& g, Activation act, cudaStream
   }
 }
 
-// Step 7: one block per SM (at most one per tile), 128 x 128 tiles.
-using PpSmem = PipelineSmem<kPpBlockM, kPpBlockN, kPpStages, kStagingElems>;
-static_assert(smem_bytes_for<PpSmem>() <= 227 * 1024, "step 7's stages and staging buffers must fit 227 KB");
-template <Activation kAct>
-constexpr auto kPpKernel = pingpong_kernel<kAct>;
+// Step 6 (pingpong): one block per SM (at most one per tile).
+template <class Shape>
+using PingpongSmem = PipelineSmem<Shape::kTileM, Shape::kTileN, Shape::kStages, kStagingElems>;
+static_assert(smem_bytes_for<PingpongSmem<PingpongSquare>>() <= 227 * 1024,
+              "step 6's stages and staging buffers must fit 227 KB");
+template <class Shape, Activation kAct>
+constexpr auto kPpKernel = pingpong_kernel<Shape, kAct>;
 
+template <class Shape>
 inline int pingpong_grid(const GemmShape& s) {
   static const int resident = [] {  // once per process
-    const int smem = smem_bytes_for<PpSmem>();
-    allow_large_smem(kPpKernel<Activation::none>, smem);
-    return sm_count() *
-           std::max(1, blocks_per_sm(reinterpret_cast<const void*>(kPpKernel<Activation::none>), kWsThreads, smem));
+    const int smem = smem_bytes_for<PingpongSmem<Shape>>();
+    allow_large_smem(kPpKernel<Shape, Activation::none>, smem);
+    return sm_count() * std::max(1, blocks_per_sm(reinterpret_cast<const void*>(kPpKernel<Shape, Activation::none>),
+                                                  kWsThreads, smem));
   }();
-  return min_int(ceil_div(s.m, kPpBlockM) * ceil_div(s.n, kPpBlockN), resident);
+  return min_int(ceil_div(s.m, Shape::kTileM) * ceil_div(s.n, Shape::kTileN), resident);
 }
 
-template <Activation kAct>
+template <class Shape, Activation kAct>
 inline void launch_pingpong(const GemmArgs& g, cudaStream_t stream) {
-  const int tiles_m = ceil_div(g.m, kPpBlockM), tiles_n = ceil_div(g.n, kPpBlockN);
-  const CUtensorMap a_map = make_tensor_map_2d(g.a, g.m, g.k, kPpBlockM, kBlockK);  // boxes (128, 64)
-  const CUtensorMap b_map = make_tensor_map_2d(g.b, g.k, g.n, kBlockK, kPanelCols);  // boxes (64, 64)
-  const CUtensorMap c_map = make_tensor_map_2d(g.c, g.m, g.n, 64, kPanelCols);       // boxes (64, 64), stores
-  const int smem = smem_bytes_for<PpSmem>();
-  constexpr auto kernel = kPpKernel<kAct>;
+  const int tiles_m = ceil_div(g.m, Shape::kTileM), tiles_n = ceil_div(g.n, Shape::kTileN);
+  const CUtensorMap a_map = make_tensor_map_2d(g.a, g.m, g.k, Shape::kTileM, kBlockK);  // boxes (TILE_M, 64)
+  const CUtensorMap b_map = make_tensor_map_2d(g.b, g.k, g.n, kBlockK, kPanelCols);      // boxes (64, 64)
+  const CUtensorMap c_map = make_tensor_map_2d(g.c, g.m, g.n, 64, kPanelCols);           // boxes (64, 64), stores
+  const int smem = smem_bytes_for<PingpongSmem<Shape>>();
+  constexpr auto kernel = kPpKernel<Shape, kAct>;
   allow_large_smem(kernel, smem);
-  kernel<<<pingpong_grid(GemmShape{g.m, g.n, g.k}), kWsThreads, smem, stream>>>(a_map, b_map, c_map, g.k, tiles_m,
-                                                                                 tiles_n, g.trace);
+  kernel<<<pingpong_grid<Shape>(GemmShape{g.m, g.n, g.k}), kWsThreads, smem, stream>>>(a_map, b_map, c_map, g.k,
+                                                                                        tiles_m, tiles_n, g.trace);
   CUDA_CHECK_LAUNCH();
 }
 
+template <class Shape>
 inline void launch_pingpong_with_activation(const GemmArgs& g, Activation act, cudaStream_t stream) {
   switch (act) {
-    case Activation::none: launch_pingpong<Activation::none>(g, stream); break;
-    case Activation::relu: launch_pingpong<Activation::relu>(g, stream); break;
-    case Activation::leaky_relu: launch_pingpong<Activation::leaky_relu>(g, stream); break;
-    case Activation::gelu: launch_pingpong<Activation::gelu>(g, stream); break;
-    case Activation::silu: launch_pingpong<Activation::silu>(g, stream); break;
+    case Activation::none: launch_pingpong<Shape, Activation::none>(g, stream); break;
+    case Activation::relu: launch_pingpong<Shape, Activation::relu>(g, stream); break;
+    case Activation::leaky_relu: launch_pingpong<Shape, Activation::leaky_relu>(g, stream); break;
+    case Activation::gelu: launch_pingpong<Shape, Activation::gelu>(g, stream); break;
+    case Activation::silu: launch_pingpong<Shape, Activation::silu>(g, stream); break;
   }
 }
 
@@ -850,8 +871,31 @@ inline void launch_hopper_gemm(const GemmArgs& g, HopperStep step, Activation ac
     case HopperStep::persistent_cluster: launch_with_activation<true, 2, false>(g, act, stream); break;
     case HopperStep::persistent_tma_store: launch_with_activation<true, 1, true>(g, act, stream); break;
     case HopperStep::persistent_cluster_tma_store: launch_with_activation<true, 2, true>(g, act, stream); break;
-    case HopperStep::pingpong: launch_pingpong_with_activation(g, act, stream); break;
+    case HopperStep::pingpong: launch_pingpong_with_activation<PingpongSquare>(g, act, stream); break;
   }
+}
+
+// Step 6's (pingpong) tile sizes, grid, occupancy and trace units (one per tile).
+template <class Shape>
+inline KernelConfig pingpong_config(const GemmShape& s) {
+  KernelConfig cfg;
+  cfg.block_m = Shape::kTileM;
+  cfg.block_n = Shape::kTileN;
+  cfg.block_k = kBlockK;
+  cfg.threads = kWsThreads;
+  cfg.stages = Shape::kStages;
+  cfg.order = tile_order_name(TileOrder::grouped);
+  cfg.group_m = Shape::kGroup;
+  cfg.tiles_m = ceil_div(s.m, cfg.block_m);
+  cfg.tiles_n = ceil_div(s.n, cfg.block_n);
+  cfg.work_units = int64_t(cfg.tiles_m) * cfg.tiles_n;
+  cfg.persistent = true;
+  cfg.grid_blocks = pingpong_grid<Shape>(s);
+  cfg.smem_bytes = smem_bytes_for<PingpongSmem<Shape>>();
+  const void* kernel = reinterpret_cast<const void*>(kPpKernel<Shape, Activation::none>);
+  allow_large_smem(kPpKernel<Shape, Activation::none>, cfg.smem_bytes);
+  cfg.blocks_per_sm = blocks_per_sm(kernel, cfg.threads, cfg.smem_bytes);
+  return cfg;
 }
 
 // Tile sizes, grid, occupancy and trace units for `step` on shape `s`.
@@ -859,12 +903,12 @@ inline KernelConfig hopper_gemm_config(const GemmShape& s, HopperStep step) {
   if (!tma_shape_ok(s)) return pipelined_gemm_config(s, TileOrder::grouped, kGroupM);
   KernelConfig cfg;
   const bool simple = step == HopperStep::tma_wgmma;
-  const bool pingpong = step == HopperStep::pingpong;
-  cfg.block_m = simple ? kSimpleBlockM : pingpong ? kPpBlockM : kWsBlockM;
-  cfg.block_n = simple ? kSimpleBlockN : pingpong ? kPpBlockN : kWsBlockN;
+  if (step == HopperStep::pingpong) return pingpong_config<PingpongSquare>(s);
+  cfg.block_m = simple ? kSimpleBlockM : kWsBlockM;
+  cfg.block_n = simple ? kSimpleBlockN : kWsBlockN;
   cfg.block_k = kBlockK;
   cfg.threads = simple ? kSimpleThreads : kWsThreads;
-  cfg.stages = simple ? kSimpleStages : pingpong ? kPpStages : kWsStages;
+  cfg.stages = simple ? kSimpleStages : kWsStages;
   cfg.order = tile_order_name(TileOrder::grouped);
   cfg.group_m = kGroupM;
   cfg.tiles_m = ceil_div(s.m, cfg.block_m);
@@ -900,15 +944,9 @@ inline KernelConfig hopper_gemm_config(const GemmShape& s, HopperStep step) {
       cfg.grid_blocks = warp_specialized_grid<true, 2, true>(s);
       kernel = reinterpret_cast<const void*>(kWsKernel<true, 2, true, Activation::none>);
       break;
-    case HopperStep::pingpong:
-      cfg.grid_blocks = pingpong_grid(s);
-      kernel = reinterpret_cast<const void*>(kPpKernel<Activation::none>);
-      break;
+    case HopperStep::pingpong: break;  // returned above
   }
-  if (pingpong) {
-    cfg.smem_bytes = smem_bytes_for<PpSmem>();
-    allow_large_smem(kPpKernel<Activation::none>, cfg.smem_bytes);
-  } else if (!simple) {
+  if (!simple) {
     cfg.smem_bytes = tma_store ? smem_bytes_for<WsSmem<true>>() : smem_bytes_for<WsSmem<false>>();
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, cfg.smem_bytes));
   }
