@@ -5,8 +5,9 @@
 #   scripts/gpu-check.sh                      build tests sanitize lessons ncu compare
 #   scripts/gpu-check.sh lessons compare      only those stages (needs a build)
 #
-#   build     configure (viewer off) and build with ninja
-#   tests     CPU tests and GPU tests (every variant vs cuBLAS and fp64; traces)
+#   build     configure and build with ninja (the viewer's UI only where ImGui and GLFW are found)
+#   tests     CPU tests, GPU tests (every variant vs cuBLAS and fp64; traces), the viewer's model
+#             and its "run on this GPU" test
 #   sanitize  compute-sanitizer memcheck and racecheck on small shapes, every lesson
 #   lessons   every lesson at 4096^3 with results JSON; traces of chosen variants
 #   ncu       lesson 03's orders under Nsight Compute (DRAM bytes, L2 hit rate) beside the L2 model
@@ -48,7 +49,7 @@ stage_build() {
   command -v ninja >/dev/null && gen=(-G Ninja)
   [ -f "$build/CMakeCache.txt" ] && gen=()
   cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DWORKBOOK_CUDA_ARCHITECTURES="${WORKBOOK_CUDA_ARCHITECTURES:-90a-real}" -DWORKBOOK_WITH_VIEWER=OFF &&
+    -DWORKBOOK_CUDA_ARCHITECTURES="${WORKBOOK_CUDA_ARCHITECTURES:-90a-real}" &&
     cmake --build "$build" -j "$(nproc)"
 }
 
@@ -56,6 +57,9 @@ stage_tests() {
   local rc=0
   "$bin/cpu_tests" --gtest_brief=1 || rc=1
   "$bin/gpu_tests" --gtest_brief=1 || rc=1
+  # The viewer's model, and its "run on this GPU" (the UI itself needs ImGui/GLFW, often absent here).
+  if [ -x "$bin/viewer_model_tests" ]; then "$bin/viewer_model_tests" --gtest_brief=1 || rc=1; fi
+  if [ -x "$bin/viewer_gpu_tests" ]; then "$bin/viewer_gpu_tests" --gtest_brief=1 || rc=1; fi
   return $rc
 }
 
