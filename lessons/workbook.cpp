@@ -205,14 +205,14 @@ int cmd_compare(int argc, char** argv) {
   std::printf("%% cuBLAS: each variant against cuBLAS timed in the same lesson run (interleaved rounds)\n");
 
   if (!opt.json_path.empty()) {
-    nlohmann::json j;
+    nlohmann::ordered_json j;  // schema first, as in the other files
     j["schema"] = "matmul-workbook/compare";
     j["version"] = kRecordsVersion;
     j["date"] = utc_timestamp_now();
     j["gpu"] = runs.front().header.gpu.name;
     j["shape"] = {{"m", opt.m}, {"n", opt.n}, {"k", opt.k}};
     j["cublas_median_ms"] = cublas_ms.empty() ? 0.0 : cublas_ms[cublas_ms.size() / 2];
-    nlohmann::json ranked = nlohmann::json::array();
+    nlohmann::ordered_json ranked = nlohmann::ordered_json::array();
     for (size_t i = 0; i < rows.size(); ++i) {
       const VariantResult& v = rows[i].v;
       ranked.push_back({{"rank", i + 1}, {"lesson", rows[i].lesson}, {"variant", v.name}, {"median_ms", v.median_ms},
@@ -220,8 +220,8 @@ int cmd_compare(int argc, char** argv) {
                         {"checked", v.checked}, {"rel_err", v.rel_err}});
     }
     j["ranked"] = ranked;
-    nlohmann::json full = nlohmann::json::array();
-    for (const Results& r : runs) full.push_back(nlohmann::json::parse(results_to_json(r)));
+    nlohmann::ordered_json full = nlohmann::ordered_json::array();
+    for (const Results& r : runs) full.push_back(nlohmann::ordered_json::parse(results_to_json(r)));
     j["runs"] = full;
     try {
       write_text_file_atomic(opt.json_path, j.dump(2) + "\n");

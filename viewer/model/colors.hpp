@@ -1,0 +1,24 @@
+// Colours the viewer shares between panels and tests: a tile's colour says when
+// it was launched, so the tile grid, the timeline and the screenshot test agree.
+#pragma once
+
+#include <cstdint>
+
+namespace wb::viewer {
+
+struct Rgb {
+  uint8_t r, g, b;
+  bool operator==(const Rgb&) const = default;
+};
+
+// Launch order 0 .. count-1 mapped onto a perceptually even ramp (viridis'
+// control points): early tiles dark blue-purple, late tiles yellow.
+Rgb launch_order_rgb(int64_t pid, int64_t count);
+
+// Colours for states a tile or bar can be in besides its launch colour.
+inline constexpr Rgb kPendingTileRgb{52, 55, 64};     // not launched yet
+inline constexpr Rgb kOperandHighlightRgb{255, 140, 60};  // A/B blocks the blocks in flight read
+inline constexpr Rgb kOrderARgb{90, 170, 250};        // first order in comparisons
+inline constexpr Rgb kOrderBRgb{250, 150, 70};        // second order in comparisons
+
+}  // namespace wb::viewer

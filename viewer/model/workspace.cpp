@@ -1,0 +1,147 @@
+#include "model/workspace.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+namespace wb::viewer {
+
+namespace fs = std::filesystem;
+
+FileKind detect_file_kind(const std::string& text) {
+  // The first "schema" key's value names the file; writers put it first.
+  const std::string head = text.substr(0, 4096);
+  const auto key = head.find("\"schema\"");
+  if (key == std::string::npos) return FileKind::unknown;
+  const auto open = head.find('"', head.find(':', key));
+  const auto close = open == std::string::npos ? open : head.find('"', open + 1);
+  if (close == std::string::npos) return FileKind::unknown;
+  const std::string value = head.substr(open + 1, close - open - 1);
+  if (value == kTraceSchema) return FileKind::trace;
+  if (value == kResultsSchema) return FileKind::results;
+  return FileKind::unknown;
+}
+
+std::string resolve_assets_dir(const std::string& from_command_line, const char* compiled_default) {
+  if (!from_command_line.empty()) return from_command_line;
+  if (const char* env = std::getenv("WORKBOOK_ASSETS"); env && *env) return env;
+  return compiled_default ? compiled_default : "assets";
+}
+
+std::vector<AssetEntry> list_assets(const std::string& dir) {
+  std::vector<AssetEntry> out;
+  for (const char* sub : {"results", "traces"}) {
+    const fs::path root = fs::path(dir) / sub;
+    std::error_code ec;
+    if (!fs::is_directory(root, ec)) continue;
+    for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+      if (!it->is_regular_file(ec) || it->path().extension() != ".json") continue;
+      // Only results and traces: the folders also hold `workbook compare` summaries and
+      // Perfetto exports, which are for other tools.
+      std::string head(4096, '\0');
+      {
+        std::ifstream f(it->path(), std::ios::binary);
+        f.read(head.data(), std::streamsize(head.size()));
+        head.resize(size_t(f.gcount()));
+      }
+      const FileKind kind = detect_file_kind(head);
+      if (kind == FileKind::unknown) continue;
+      AssetEntry e;
+      e.path = it->path().string();
+      e.label = fs::relative(it->path(), dir, ec).generic_string();
+      e.kind = kind;
+      e.bytes = it->file_size(ec);
+      out.push_back(std::move(e));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const AssetEntry& a, const AssetEntry& b) { return a.label < b.label; });
+  return out;
+}
+
+std::string trace_label(const Trace& t) {
+  return t.header.lesson + " / " + t.variant + " " + std::to_string(t.header.m) + "x" + std::to_string(t.header.n) +
+         "x" + std::to_string(t.header.k) + " on " + t.header.gpu.name;
+}
+
+void Workspace::refresh_assets() { assets = list_assets(assets_dir); }
+
+void Workspace::add_trace(Trace trace, const std::string& path, bool as_comparison) {
+  // Times from 0, so the playhead, the tile grid and the timeline share one clock.
+  rebase_trace_times(trace.records);
+  auto loaded = std::make_shared<LoadedTrace>();
+  loaded->path = path;
+  loaded->label = trace_label(trace);
+  loaded->timeline = TimelineModel(trace.records, trace.header.gpu.sm_count);
+  loaded->trace = std::move(trace);
+  traces.push_back(std::move(loaded));
+  const int index = int(traces.size()) - 1;
+  if (as_comparison) compare_trace = index;
+  else select_trace(index);
+}
+
+void Workspace::select_trace(int index) {
+  if (index < 0 || index >= int(traces.size())) return;
+  current_trace = index;
+  if (compare_trace == index) compare_trace = -1;
+  trace_playback.set_length(double(traces[size_t(index)]->timeline.end_ns()));
+  trace_playback.set_position(0);
+}
+
+bool Workspace::open(const std::string& path, bool as_comparison) {
+  for (size_t i = 0; i < traces.size(); ++i)
+    if (traces[i]->path == path) {
+      if (as_comparison) compare_trace = int(i);
+      else select_trace(int(i));
+      return true;
+    }
+  for (const auto& r : results)
+    if (r.path == path) return true;
+  try {
+    const std::string text = read_text_file(path);
+    switch (detect_file_kind(text)) {
+      case FileKind::trace: {
+        Trace t;
+        try {
+          t = trace_from_json(text);
+        } catch (const RecordError& e) {
+          throw RecordError(path + ": " + e.what());
+        }
+        add_trace(std::move(t), path, as_comparison);
+        return true;
+      }
+      case FileKind::results: {
+        Results parsed;
+        try {
+          parsed = results_from_json(text);
+        } catch (const RecordError& e) {
+          throw RecordError(path + ": " + e.what());
+        }
+        results.push_back(LoadedResults{path, std::move(parsed)});
+        return true;
+      }
+      case FileKind::unknown:
+        throw RecordError(path + ": not a matmul-workbook trace or results file (no known \"schema\")");
+    }
+  } catch (const RecordError& e) {
+    errors.push_back(e.what());
+  } catch (const std::exception& e) {
+    errors.push_back(path + ": " + e.what());
+  }
+  return false;
+}
+
+void Workspace::open_all_asset_results() {
+  for (const AssetEntry& e : assets)
+    if (e.kind == FileKind::results) open(e.path);
+}
+
+int Workspace::largest_trace() const {
+  int best = -1;
+  for (size_t i = 0; i < traces.size(); ++i)
+    if (best < 0 || traces[i]->trace.records.size() > traces[size_t(best)]->trace.records.size()) best = int(i);
+  return best;
+}
+
+}  // namespace wb::viewer

@@ -1,0 +1,213 @@
+#include "ui/order_panel.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace wb::viewer::ui {
+
+OrderPanel::OrderPanel() {
+  setup_.order = TileOrder::grouped;
+  setup_.group_m = 8;
+  playback_.set_length(modelled_replay_length(setup_, gpu_.gpu.sms * gpu_.gpu.blocks_per_sm));
+}
+
+void OrderPanel::set_replay_fraction(double fraction) {
+  playback_.set_length(modelled_replay_length(setup_, gpu_.gpu.sms * gpu_.gpu.blocks_per_sm));
+  playback_.set_position(std::floor(fraction * playback_.length()));
+}
+
+void OrderPanel::draw(Workspace& ws, float frame_seconds) {
+  if (!ws.current()) use_trace_ = false;
+  if (replaying_trace(ws)) ws.trace_playback.advance(frame_seconds);
+  else playback_.advance(frame_seconds);
+
+  ImGui::BeginChild("order controls", ImVec2(300, 0), true);
+  draw_controls(ws);
+  ImGui::EndChild();
+  ImGui::SameLine();
+  ImGui::BeginChild("order grid", ImVec2(0, 0), false, ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  draw_grid(ws);
+  ImGui::EndChild();
+}
+
+void OrderPanel::draw_controls(Workspace& ws) {
+  const bool traced = replaying_trace(ws);
+  Playback& pb = traced ? ws.trace_playback : playback_;
+
+  ImGui::TextUnformatted("Replay");
+  if (ImGui::Button(pb.playing() ? "Pause" : "Play") || key_pressed(ImGuiKey_Space)) pb.toggle();
+  ImGui::SameLine();
+  const double back = traced ? double(ws.current()->timeline.prev_start_before(uint64_t(pb.position()))) - pb.position() : -1.0;
+  const double forward = traced ? double(ws.current()->timeline.next_start_after(uint64_t(pb.position()))) - pb.position() : 1.0;
+  if (ImGui::ArrowButton("step back", ImGuiDir_Left) || key_pressed(ImGuiKey_LeftArrow)) pb.step(back);
+  ImGui::SameLine();
+  if (ImGui::ArrowButton("step forward", ImGuiDir_Right) || key_pressed(ImGuiKey_RightArrow)) pb.step(forward);
+  ImGui::SameLine();
+  if (ImGui::Button("Rewind")) pb.rewind();
+  float speed = float(pb.speed());
+  if (ImGui::SliderFloat("speed", &speed, 0.1f, 10.0f, "%.1fx", ImGuiSliderFlags_Logarithmic)) pb.set_speed(speed);
+  float fraction = float(pb.fraction());
+  if (ImGui::SliderFloat("position", &fraction, 0.0f, 1.0f, "%.3f")) pb.set_position(fraction * pb.length());
+
+  ImGui::Separator();
+  if (ws.current()) {
+    if (ImGui::Checkbox("replay the loaded trace", &use_trace_) && use_trace_) ws.trace_playback.rewind();
+    if (use_trace_) ImGui::TextWrapped("%s", ws.current()->label.c_str());
+  } else {
+    ImGui::TextDisabled("open a trace to replay a real run");
+  }
+  if (traced) {
+    ImGui::Text("t = %s of %s", format_ns(pb.position()).c_str(), format_ns(pb.length()).c_str());
+    ImGui::TextDisabled("the timeline's playhead moves with this");
+    return;
+  }
+
+  ImGui::Separator();
+  ImGui::TextUnformatted("Problem");
+  bool changed = false;
+  changed |= input_int64("M", &setup_.m, 1, 1 << 17);
+  changed |= input_int64("N", &setup_.n, 1, 1 << 17);
+  changed |= input_int64("K", &setup_.k, 1, 1 << 17);
+  changed |= tile_size_combo("BLOCK_M", &setup_.block_m);
+  changed |= tile_size_combo("BLOCK_N", &setup_.block_n);
+  changed |= tile_size_combo("BLOCK_K", &setup_.block_k);
+  changed |= order_combo("order", &setup_.order);
+  if (setup_.order == TileOrder::grouped) changed |= ImGui::SliderInt("GROUP_M", &setup_.group_m, 1, 32);
+  ImGui::Separator();
+  GpuChoice trace_gpu;
+  if (ws.current()) trace_gpu = gpu_from_trace(ws.current()->trace);
+  changed |= gpu_.draw(ws.current() ? &trace_gpu : nullptr);
+  if (changed) {
+    setup_.clamp();
+    const double fraction_before = playback_.fraction();
+    playback_.set_length(modelled_replay_length(setup_, gpu_.gpu.sms * gpu_.gpu.blocks_per_sm));
+    playback_.set_position(fraction_before * playback_.length());
+  }
+  ImGui::Text("%d x %d tiles, %d k-steps", setup_.tiles_m(), setup_.tiles_n(), setup_.k_steps());
+  ImGui::Text("%s blocks in flight", format_count(int64_t(gpu_.gpu.sms) * gpu_.gpu.blocks_per_sm).c_str());
+}
+
+void OrderPanel::draw_grid(Workspace& ws) {
+  const bool traced = replaying_trace(ws);
+  const LoadedTrace* trace = traced ? ws.current() : nullptr;
+  const TileGridSetup setup = trace ? setup_from_trace(trace->trace) : setup_;
+  const int tm = setup.tiles_m(), tn = setup.tiles_n();
+  const int in_flight = gpu_.gpu.sms * gpu_.gpu.blocks_per_sm;
+  const double position = trace ? ws.trace_playback.position() : playback_.position();
+  const std::vector<TileState> states =
+      trace ? traced_tile_states(trace->trace, uint64_t(position)) : modelled_tile_states(setup, position, in_flight);
+  const OperandUse use = operand_use(setup, states);
+
+  // Launch order per tile: the modelled pid, or the unit that ran it in the trace.
+  std::vector<int64_t> order_of_tile;
+  int64_t order_count = setup.tile_count();
+  if (trace) {
+    if (indexed_trace_ != trace) {
+      indexed_trace_ = trace;
+      record_of_tile_.assign(size_t(setup.tile_count()), -1);
+      const auto& recs = trace->trace.records;
+      for (size_t i = 0; i < recs.size(); ++i) {
+        int64_t& slot = record_of_tile_[size_t(recs[i].tile_m) * size_t(tn) + size_t(recs[i].tile_n)];
+        if (slot < 0 || recs[size_t(slot)].unit > recs[i].unit) slot = int64_t(i);
+      }
+    }
+    order_of_tile.resize(record_of_tile_.size(), 0);
+    order_count = std::max<int64_t>(int64_t(trace->trace.records.size()), 1);
+    for (size_t i = 0; i < record_of_tile_.size(); ++i)
+      order_of_tile[i] = record_of_tile_[i] >= 0 ? trace->trace.records[size_t(record_of_tile_[i])].unit : 0;
+  } else {
+    order_of_tile = setup.pid_of_tiles();
+  }
+
+  // Layout: a strip of B column-blocks above C, A row-blocks to its left, a legend below.
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float strip = 14.0f, gap = 8.0f, label_h = ImGui::GetTextLineHeightWithSpacing();
+  const float legend_h = 3 * label_h + 12;
+  const float grid_w = avail.x - strip - gap - 70, grid_h = avail.y - strip - gap - label_h - legend_h;
+  const int cell = std::max(1, int(std::floor(std::min(grid_w / float(tn), grid_h / float(tm)))));
+  const ImVec2 c0(std::floor(origin.x + 70 + strip + gap), std::floor(origin.y + label_h + strip + gap));
+  const ImVec2 c1(c0.x + float(cell * tn), c0.y + float(cell * tm));
+
+  const Rgb hi = kOperandHighlightRgb;
+  dl->AddText(ImVec2(c0.x, origin.y), kTextDim, "B column-blocks read by the blocks in flight");
+  for (int j = 0; j < tn; ++j) {
+    const ImVec2 a(c0.x + float(j * cell), c0.y - gap - strip), b(a.x + float(cell), c0.y - gap);
+    dl->AddRectFilled(ImVec2(a.x + (cell > 3), a.y), b, use.b_columns[size_t(j)] ? to_imu32(hi) : kGridLine);
+  }
+  dl->AddText(ImVec2(origin.x, c0.y), kTextDim, "A row-");
+  dl->AddText(ImVec2(origin.x, c0.y + label_h), kTextDim, "blocks");
+  for (int i = 0; i < tm; ++i) {
+    const ImVec2 a(c0.x - gap - strip, c0.y + float(i * cell)), b(c0.x - gap, a.y + float(cell));
+    dl->AddRectFilled(ImVec2(a.x, a.y + (cell > 3)), b, use.a_rows[size_t(i)] ? to_imu32(hi) : kGridLine);
+  }
+
+  const float inset = cell > 3 ? 1.0f : 0.0f;
+  const bool labels = cell >= 28;
+  char text[32];
+  for (int i = 0; i < tm; ++i) {
+    for (int j = 0; j < tn; ++j) {
+      const size_t t = size_t(i) * size_t(tn) + size_t(j);
+      const ImVec2 a(c0.x + float(j * cell) + inset, c0.y + float(i * cell) + inset);
+      const ImVec2 b(c0.x + float((j + 1) * cell), c0.y + float((i + 1) * cell));
+      const Rgb launch = launch_order_rgb(order_of_tile[t], order_count);
+      switch (states[t]) {
+        case TileState::pending: dl->AddRectFilled(a, b, to_imu32(kPendingTileRgb)); break;
+        case TileState::done: dl->AddRectFilled(a, b, to_imu32(launch)); break;
+        case TileState::in_flight:
+          dl->AddRectFilled(a, b, to_imu32(launch));
+          if (cell >= 6) dl->AddRect(a, b, to_imu32(hi), 0.0f, 0, cell >= 16 ? 2.0f : 1.0f);
+          break;
+      }
+      if (labels) {
+        std::snprintf(text, sizeof text, "%lld", static_cast<long long>(order_of_tile[t]));
+        centred_text(dl, a, b, states[t] == TileState::pending ? kTextDim : IM_COL32(0, 0, 0, 200), text);
+      }
+    }
+  }
+
+  // Legend: the ramp, and the state colours.
+  const float ly = c1.y + 10;
+  const float ramp_w = std::min(240.0f, std::max(c1.x - c0.x, 120.0f));
+  for (int s = 0; s < 48; ++s) {
+    const float x0 = c0.x + ramp_w * float(s) / 48, x1 = c0.x + ramp_w * float(s + 1) / 48;
+    dl->AddRectFilled(ImVec2(x0, ly), ImVec2(x1 + 0.5f, ly + 12), to_imu32(launch_order_rgb(s, 48)));
+  }
+  dl->AddText(ImVec2(c0.x, ly + 14), kTextDim, trace ? "launch order (trace units), first to last" : "launch order (program id), first to last");
+  const float lx = c0.x + ramp_w + 20;
+  dl->AddRectFilled(ImVec2(lx, ly), ImVec2(lx + 12, ly + 12), to_imu32(kPendingTileRgb));
+  dl->AddText(ImVec2(lx + 16, ly - 1), kTextDim, "not launched");
+  dl->AddRect(ImVec2(lx + 120, ly), ImVec2(lx + 132, ly + 12), to_imu32(hi), 0.0f, 0, 2.0f);
+  dl->AddText(ImVec2(lx + 136, ly - 1), kTextDim, "in flight");
+  char summary[160];
+  std::snprintf(summary, sizeof summary, "%s, GROUP_M %d: %d A row-blocks + %d B column-blocks in use",
+                tile_order_name(setup.order), setup.group_m, use.a_count, use.b_count);
+  dl->AddText(ImVec2(c0.x, ly + 14 + label_h), IM_COL32(230, 230, 230, 255), summary);
+
+  placement_ = GridPlacement{int(c0.x), int(c0.y), cell, tm, tn, setup.order, setup.group_m,
+                             std::min<int64_t>(int64_t(std::floor(position)), setup.tile_count())};
+
+  // Hover: which program computes this tile, and from a trace where and when it ran.
+  ImGui::SetCursorScreenPos(c0);
+  ImGui::InvisibleButton("C tiles", ImVec2(std::max(c1.x - c0.x, 1.0f), std::max(c1.y - c0.y, 1.0f)));
+  if (ImGui::IsItemHovered()) {
+    const ImVec2 mouse = ImGui::GetIO().MousePos;
+    const int j = std::clamp(int((mouse.x - c0.x) / float(cell)), 0, tn - 1);
+    const int i = std::clamp(int((mouse.y - c0.y) / float(cell)), 0, tm - 1);
+    const size_t t = size_t(i) * size_t(tn) + size_t(j);
+    ImGui::BeginTooltip();
+    ImGui::Text("tile (%d, %d)   program id %lld", i, j, static_cast<long long>(order_of_tile[t]));
+    ImGui::Text("reads A row-block %d, B column-block %d", i, j);
+    if (trace && record_of_tile_[t] >= 0) {
+      const TraceRecord& r = trace->trace.records[size_t(record_of_tile_[t])];
+      ImGui::Text("SM %d, start %s, end %s (%s)", r.sm, format_ns(double(r.start_ns)).c_str(),
+                  format_ns(double(r.end_ns)).c_str(), format_ns(double(r.end_ns - r.start_ns)).c_str());
+      if (r.k_end - r.k_begin < setup.k) ImGui::Text("k %d .. %d (split-K: more units for this tile)", r.k_begin, r.k_end);
+    }
+    ImGui::EndTooltip();
+  }
+}
+
+}  // namespace wb::viewer::ui

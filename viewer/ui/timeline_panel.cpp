@@ -1,0 +1,193 @@
+#include "ui/timeline_panel.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace wb::viewer::ui {
+
+namespace {
+
+inline constexpr float kGutter = 64;  // SM labels
+inline constexpr float kAxis = 20;
+inline constexpr ImU32 kTailShade = IM_COL32(235, 90, 80, 40);
+
+// A "nice" tick step (1, 2, 5 x 10^k ns) giving about `target` ticks over the span.
+double tick_step(double span_ns, double target) {
+  const double raw = span_ns / target;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (raw <= m * p) return m * p;
+  return 10 * p;
+}
+
+}  // namespace
+
+void TimelinePanel::fit_view(double end_ns) {
+  view_.begin_ns = 0;
+  view_.end_ns = std::max(end_ns, 1.0);
+}
+
+void TimelinePanel::bench_step(int frame) {
+  // Zoom from the whole trace down to a few percent of it and back, around 40 %.
+  const double phase = 0.5 - 0.5 * std::cos(double(frame) * 0.05);
+  const double span = view_end_ns_ * (1.0 - 0.97 * phase);
+  const double centre = view_end_ns_ * 0.4;
+  view_.begin_ns = std::clamp(centre - span * 0.4, 0.0, std::max(view_end_ns_ - span, 0.0));
+  view_.end_ns = view_.begin_ns + span;
+}
+
+void TimelinePanel::draw(Workspace& ws, float frame_seconds) {
+  const LoadedTrace* t = ws.current();
+  if (!t) {
+    ImGui::TextWrapped("No trace loaded. Open one from the asset list on the left, pass a path on the command "
+                       "line, or record one with \"Run on this GPU\".");
+    return;
+  }
+  ws.trace_playback.advance(frame_seconds);
+  const LoadedTrace* other = compare_ ? ws.comparison() : nullptr;
+  const double end = double(std::max(t->timeline.end_ns(), other ? other->timeline.end_ns() : 0));
+  if (t != viewed_ || other != compared_ || end != view_end_ns_) {
+    viewed_ = t;
+    compared_ = other;
+    view_end_ns_ = end;
+    fit_view(end);
+  }
+
+  Playback& pb = ws.trace_playback;
+  if (ImGui::Button(pb.playing() ? "Pause" : "Play")) pb.toggle();
+  ImGui::SameLine();
+  if (ImGui::Button("Fit")) fit_view(view_end_ns_);
+  ImGui::SameLine();
+  if (ws.comparison()) {
+    ImGui::Checkbox("compare", &compare_);
+    ImGui::SameLine();
+  }
+  ImGui::TextDisabled("wheel: zoom   drag: pan   click: move the playhead   double-click: fit");
+
+  bars_drawn_ = 0;
+  const float h = ImGui::GetContentRegionAvail().y;
+  if (other) {
+    draw_trace(ws, *t, "trace a", std::floor(h * 0.5f) - 2);
+    draw_trace(ws, *other, "trace b", std::floor(h * 0.5f) - 2);
+  } else {
+    draw_trace(ws, *t, "trace a", h);
+  }
+}
+
+void TimelinePanel::draw_trace(Workspace& ws, const LoadedTrace& lt, const char* id, float height) {
+  const TimelineModel& tl = lt.timeline;
+  const Trace& trace = lt.trace;
+  const double duration = double(tl.end_ns());
+  char line[256];
+  std::snprintf(line, sizeof line, "%s   %s blocks, %s, tail %s (%.0f %%)", lt.label.c_str(),
+                format_count(int64_t(tl.records().size())).c_str(), format_ns(duration).c_str(),
+                format_ns(duration - double(tl.tail_begin_ns())).c_str(),
+                duration > 0 ? 100.0 * (duration - double(tl.tail_begin_ns())) / duration : 0.0);
+  ImGui::TextUnformatted(line);
+
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  const float width = ImGui::GetContentRegionAvail().x;
+  const float body_h = std::max(height - ImGui::GetTextLineHeightWithSpacing() - kAxis - 4, 20.0f);
+  const ImVec2 area0(p0.x + kGutter, p0.y + kAxis), area1(p0.x + width, p0.y + kAxis + body_h);
+  const float area_w = area1.x - area0.x;
+  view_.width_px = area_w;
+
+  ImGui::InvisibleButton(id, ImVec2(width, kAxis + body_h));
+  const bool hovered = ImGui::IsItemHovered();
+  const ImGuiIO& io = ImGui::GetIO();
+  const double ns_per_px = (view_.end_ns - view_.begin_ns) / double(area_w);
+  if (hovered && io.MouseWheel != 0) {
+    const double anchor = view_.begin_ns + double(io.MousePos.x - area0.x) * ns_per_px;
+    zoom_view(view_, anchor, std::pow(0.8, double(io.MouseWheel)), view_end_ns_);
+  }
+  if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 2.0f)) {
+    pan_view(view_, -double(io.MouseDelta.x) * ns_per_px, view_end_ns_);
+  } else if (hovered && ImGui::IsMouseReleased(ImGuiMouseButton_Left) && io.MousePos.x >= area0.x &&
+             std::abs(io.MouseDragMaxDistanceSqr[0]) < 4.0f) {
+    ws.trace_playback.set_position(view_.begin_ns + double(io.MousePos.x - area0.x) * ns_per_px);
+  }
+  if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) fit_view(view_end_ns_);
+
+  const double px_per_ns = double(area_w) / (view_.end_ns - view_.begin_ns);
+  auto x_of = [&](double t) { return area0.x + float((t - view_.begin_ns) * px_per_ns); };
+
+  dl->PushClipRect(p0, ImVec2(area1.x, area1.y), true);
+  // No background fill: the window's clear colour is the canvas, and on a
+  // software renderer every full-area fill costs milliseconds.
+  // Tail: from the first SM running out of work to the end.
+  dl->AddRectFilled(ImVec2(std::max(x_of(double(tl.tail_begin_ns())), area0.x), area0.y),
+                    ImVec2(std::min(x_of(duration), area1.x), area1.y), kTailShade);
+  // Time axis.
+  const double step = tick_step(view_.end_ns - view_.begin_ns, std::max(2.0, double(area_w) / 110.0));
+  for (double t = std::ceil(view_.begin_ns / step) * step; t <= view_.end_ns; t += step) {
+    const float x = x_of(t);
+    dl->AddLine(ImVec2(x, area0.y - 4), ImVec2(x, area1.y), IM_COL32(60, 64, 72, 255));
+    dl->AddText(ImVec2(x + 3, p0.y + 2), kTextDim, format_ns(t).c_str());
+  }
+
+  // Rows: one per SM; its resident slots are lanes inside the row, or share the
+  // row when a lane would be thinner than a pixel.
+  const int sms = tl.sm_count(), slots = tl.slots_per_sm();
+  const float row_h = body_h / float(sms);
+  const bool lanes_visible = row_h / float(slots) >= 1.5f;
+  const float clip_top = std::max(area0.y, dl->GetClipRectMin().y), clip_bottom = std::min(area1.y, dl->GetClipRectMax().y);
+  const int first_sm = std::clamp(int((clip_top - area0.y) / row_h), 0, sms);
+  const int last_sm = std::clamp(int(std::ceil((clip_bottom - area0.y) / row_h)), 0, sms);
+  view_.rows_per_sm = !lanes_visible;
+  bars_.clear();
+  build_timeline_bars(tl, view_, first_sm * slots, last_sm * slots, bars_);
+  bars_drawn_ += bars_.size();
+  const int64_t units = std::max<int64_t>(int64_t(tl.records().size()), 1);
+  const TimelineBar* hovered_bar = nullptr;
+  for (const TimelineBar& bar : bars_) {
+    const int sm = bar.lane / slots, slot = bar.lane % slots;
+    float y0 = area0.y + row_h * float(sm), y1 = y0 + row_h;
+    if (lanes_visible) {
+      y0 = area0.y + row_h * float(sm) + row_h * float(slot) / float(slots);
+      y1 = y0 + row_h / float(slots);
+    }
+    if (y1 - y0 >= 3) y1 -= 1;  // a hairline between rows when there is room
+    const TraceRecord& r = tl.records()[bar.first_record];
+    const Rgb c = launch_order_rgb(r.unit, units);
+    const ImVec2 b0(area0.x + bar.x0, y0), b1(area0.x + bar.x1, y1);
+    // Merged bars are darker, except in SM rows where merging is the rule.
+    dl->AddRectFilled(b0, b1, bar.count > 1 && lanes_visible ? darker(c, 0.7f) : to_imu32(c));
+    if (hovered && io.MousePos.x >= b0.x && io.MousePos.x < b1.x && io.MousePos.y >= y0 && io.MousePos.y < y1)
+      hovered_bar = &bar;
+  }
+  // Playhead.
+  const float xp = x_of(ws.trace_playback.position());
+  dl->AddLine(ImVec2(xp, area0.y - 6), ImVec2(xp, area1.y), kPlayhead, 2.0f);
+  dl->PopClipRect();
+
+  // SM labels in the gutter, as many as fit.
+  const int label_every = std::max(1, int(std::ceil(ImGui::GetTextLineHeight() / row_h)));
+  const int nice_every = label_every <= 1 ? 1 : label_every <= 2 ? 2 : label_every <= 5 ? 5 : label_every <= 10 ? 10 : 20;
+  for (int sm = 0; sm < sms; sm += nice_every) {
+    std::snprintf(line, sizeof line, "SM %d", sm);
+    dl->AddText(ImVec2(p0.x + 4, area0.y + row_h * float(sm) + (row_h - ImGui::GetTextLineHeight()) * 0.5f *
+                                                                     (row_h > ImGui::GetTextLineHeight())), kTextDim, line);
+  }
+  std::snprintf(line, sizeof line, "%d busy", tl.busy_sms_at(uint64_t(std::max(ws.trace_playback.position(), 0.0))));
+  dl->AddText(ImVec2(p0.x + 4, p0.y + 2), IM_COL32(230, 230, 230, 255), line);
+
+  if (hovered_bar) {
+    const TraceRecord& r = tl.records()[hovered_bar->first_record];
+    ImGui::BeginTooltip();
+    if (hovered_bar->count > 1) {
+      ImGui::Text("%u blocks merged here (each narrower than a pixel): zoom in", hovered_bar->count);
+      ImGui::Text("first: unit %d, tile (%d, %d)", r.unit, r.tile_m, r.tile_n);
+    } else {
+      ImGui::Text("unit (program id) %d: tile (%d, %d)", r.unit, r.tile_m, r.tile_n);
+      ImGui::Text("SM %d, slot %d", r.sm, hovered_bar->lane % slots);
+      ImGui::Text("start %s, end %s, %s", format_ns(double(r.start_ns)).c_str(), format_ns(double(r.end_ns)).c_str(),
+                  format_ns(double(r.end_ns - r.start_ns)).c_str());
+      if (trace.kernel.split_k > 1) ImGui::Text("k %d .. %d", r.k_begin, r.k_end);
+    }
+    ImGui::EndTooltip();
+  }
+}
+
+}  // namespace wb::viewer::ui

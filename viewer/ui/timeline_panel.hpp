@@ -1,0 +1,36 @@
+// Panel 4, timeline: a trace drawn Tracy-style, one row per SM (its resident
+// slots as lanes inside the row), each block a bar from its real start to its
+// end; zoom (wheel), pan (drag), hover; a playhead shared with the tile grid;
+// the tail shaded; a second trace below on the same time scale.
+#pragma once
+
+#include <vector>
+
+#include "model/timeline.hpp"
+#include "model/workspace.hpp"
+#include "ui/draw_util.hpp"
+
+namespace wb::viewer::ui {
+
+class TimelinePanel {
+ public:
+  void draw(Workspace& ws, float frame_seconds);
+  // Bars drawn last frame, over all traces shown (the benchmark reports it).
+  size_t bars_drawn() const { return bars_drawn_; }
+  // Animates the view for the benchmark: zooms in and out around the middle.
+  void bench_step(int frame);
+
+ private:
+  void draw_trace(Workspace& ws, const LoadedTrace& t, const char* id, float height);
+  void fit_view(double end_ns);
+
+  TimelineView view_;
+  double view_end_ns_ = 0;   // the longer trace's end: the time scale both share
+  const LoadedTrace* viewed_ = nullptr;
+  const LoadedTrace* compared_ = nullptr;
+  bool compare_ = true;
+  std::vector<TimelineBar> bars_;  // reused every frame
+  size_t bars_drawn_ = 0;
+};
+
+}  // namespace wb::viewer::ui
