@@ -9,26 +9,15 @@
 #include <filesystem>
 #include <string>
 
+#include "run_binary.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Ran {
-  int code;
-  std::string out;  // stdout and stderr together
-};
+using wb::testing::Ran;
 
-Ran run(const std::string& args) {
-  const std::string cmd = std::string(WORKBOOK_BIN_DIR) + "/" + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+Ran run(const std::string& args) { return wb::testing::run_binary(args); }
 
 int lines(const std::string& s) {
   int n = 0;

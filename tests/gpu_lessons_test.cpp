@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <set>
 #include <string>
+
+#include "run_binary.hpp"
 #include <tuple>
 #include <vector>
 
@@ -34,22 +36,9 @@ std::string no_device_reason() {
 
 bool built(const std::string& lesson) { return fs::exists(std::string(WORKBOOK_BIN_DIR) + "/" + lesson); }
 
-struct Ran {
-  int code;
-  std::string out;
-};
+using wb::testing::Ran;
 
-Ran run(const std::string& args) {
-  const std::string cmd = std::string(WORKBOOK_BIN_DIR) + "/" + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+Ran run(const std::string& args) { return wb::testing::run_binary(args); }
 
 fs::path scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / ("wb-gpu-tests-" + std::to_string(getpid()));
