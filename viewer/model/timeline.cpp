@@ -104,7 +104,15 @@ void build_sm_row_bars(const TimelineModel& model, const TimelineView& view, int
         ++pending.count;
         continue;
       }
+      // Bars of one row do not overlap (overdraw is what a software renderer
+      // pays for): the newer band takes over where it starts and covers the
+      // rest of the older one, so the row's busy span stays the same.
+      const float older_end = pending.x1;
+      if (x0 < pending.x1) pending.x1 = std::max(x0, pending.x0);
       out.push_back(pending);
+      pending = TimelineBar{lane, x0, std::max(x1, older_end), *it, 1};
+      pending_bucket = bucket;
+      continue;
     }
     pending = TimelineBar{lane, x0, x1, *it, 1};
     pending_bucket = bucket;

@@ -29,7 +29,8 @@ struct AssetEntry {
 // The asset folder: --assets, else $WORKBOOK_ASSETS, else the build's default.
 std::string resolve_assets_dir(const std::string& from_command_line, const char* compiled_default);
 
-// Every .json under <dir>/results and <dir>/traces, sorted by label. A missing
+// Every trace or results .json under <dir>/results and <dir>/traces (other
+// JSON there, e.g. Perfetto exports, is left out), sorted by label. A missing
 // folder is an empty list, not an error (nothing has been recorded yet).
 std::vector<AssetEntry> list_assets(const std::string& dir);
 

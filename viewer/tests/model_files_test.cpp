@@ -37,10 +37,13 @@ TEST_F(ViewerFiles, OpensSyntheticTraceAndResults) {
   const std::string results_path = (dir_ / "results/synthetic/lesson01_naive.json").string();
   write_results(results_path, testing::synthetic_results("lesson01_naive", "Synthetic GPU"));
 
+  write("traces/synthetic/lesson03_grouped.grouped.perfetto.json", R"({"displayTimeUnit": "ns", "traceEvents": []})");
+  write("results/synthetic/compare-4096.json", R"({"schema": "matmul-workbook/compare", "version": 1})");
+
   Workspace ws;
   ws.assets_dir = dir_.string();
   ws.refresh_assets();
-  ASSERT_EQ(ws.assets.size(), 2u);
+  ASSERT_EQ(ws.assets.size(), 2u) << "Perfetto exports and compare tables are not listed";
   EXPECT_EQ(ws.assets[0].label, "results/synthetic/lesson01_naive.json");
   EXPECT_EQ(ws.assets[0].kind, FileKind::results);
   ws.open_all_asset_results();

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "model/gpu_choice.hpp"
 #include "models/roofline.hpp"
@@ -140,16 +142,37 @@ void ResultsPanel::draw_roofline(const std::vector<const LoadedResults*>& files)
     std::snprintf(label, sizeof label, "ridge %.0f flop/B", ridge);
     dl->AddText(ImVec2(px(ridge) + 4, py(peak) + 4), IM_COL32(240, 200, 80, 255), label);
   }
+  // Points crowd near the peak: label a point only where no label is yet, and
+  // name every point under the mouse in a tooltip.
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  const bool mouse_in = mouse.x >= a.x && mouse.x < b.x && mouse.y >= a.y && mouse.y < b.y;
+  std::vector<ImVec4> labels;  // taken label rectangles
+  std::string hovered;
   dl->PushClipRect(a, b, true);
   for (const LoadedResults* f : files)
     for (const VariantResult& v : f->results.variants) {
       if (v.skipped || v.bytes <= 0 || v.tflops <= 0) continue;
       const double ai = arithmetic_intensity(v.flops, v.bytes);
       const ImVec2 pt(px(ai), py(v.tflops));
-      dl->AddCircleFilled(pt, 5, to_imu32(v.reference ? kCublasRgb : kOursRgb));
-      dl->AddText(ImVec2(pt.x + 7, pt.y - 7), IM_COL32(230, 230, 230, 255), v.name.c_str());
+      dl->AddCircleFilled(pt, 4, to_imu32(v.reference ? kCublasRgb : kOursRgb));
+      const ImVec2 size = ImGui::CalcTextSize(v.name.c_str());
+      const ImVec4 r(pt.x + 6, pt.y - 7, pt.x + 6 + size.x, pt.y - 7 + size.y);
+      const bool free = std::none_of(labels.begin(), labels.end(), [&](const ImVec4& o) {
+        return r.x < o.z && o.x < r.z && r.y < o.w && o.y < r.w;
+      });
+      if (free) {
+        dl->AddText(ImVec2(r.x, r.y), IM_COL32(230, 230, 230, 255), v.name.c_str());
+        labels.push_back(r);
+      }
+      if (mouse_in && std::abs(mouse.x - pt.x) < 6 && std::abs(mouse.y - pt.y) < 6) {
+        char line[160];
+        std::snprintf(line, sizeof line, "%s %s: %.1f TFLOP/s at %.0f flop/B\n", f->results.header.lesson.c_str(),
+                      v.name.c_str(), v.tflops, ai);
+        hovered += line;
+      }
     }
   dl->PopClipRect();
+  if (!hovered.empty()) ImGui::SetTooltip("%s", hovered.c_str());
   ImGui::Dummy(avail);
 }
 
