@@ -282,16 +282,7 @@ WB_HD int cluster_tile_position(int unit, int rank, int tiles_m, int tiles_n, in
 }
 
 __device__ __forceinline__ void write_trace(TraceRecord* trace, int unit, TileCoord tile, int k, uint64_t start_ns) {
-  TraceRecord r;
-  r.tile_m = tile.m;
-  r.tile_n = tile.n;
-  r.k_begin = 0;
-  r.k_end = k;
-  r.sm = int32_t(sm_id());
-  r.unit = unit;
-  r.start_ns = start_ns;
-  r.end_ns = global_timer_ns();
-  trace[unit] = r;
+  trace_write_record(trace, unit, tile.m, tile.n, 0, k, start_ns);
 }
 
 // ================================================================ step 1
