@@ -11,7 +11,8 @@
 #   sanitize  compute-sanitizer memcheck and racecheck on small shapes, every lesson
 #   lessons   every lesson at 4096^3 with results JSON; traces of chosen variants
 #   ncu       lesson 03's orders under Nsight Compute (DRAM bytes, L2 hit rate) beside the L2 model
-#   compare   workbook compare at the headline square shapes; lessons 03/04 at 1024 and 8192
+#   compare   workbook compare at the headline square shapes; lessons 03/04 at 1024 and 8192;
+#             lesson 04's target variants at 2048, 4096 and 8192 over 9 rounds
 #
 # A copy of the tree without .git names its commit in WORKBOOK_COMMIT.
 # Leaves under $OUT (default ./gpu-check-out): summary.txt and gpu-check.tar.gz
@@ -137,6 +138,15 @@ stage_compare() {
     have "$l" || continue
     for s in 1024 8192; do "$bin/$l" --m $s --n $s --k $s --json "$work/results/$l-$s.json" || rc=1; done
   done
+  # Lesson 04's targets (>= 1.00x cuBLAS at 4096^3 and 8192^3, >= 0.90x at 2048^3, the fused
+  # epilogue < 2%): its fastest kernel with and without the activations, 9 interleaved rounds.
+  if have lesson04_hopper; then
+    for s in 2048 4096 8192; do
+      echo "-- lesson04_hopper targets at ${s}^3"
+      "$bin/lesson04_hopper" --variant tma_store,tma_store_gelu,tma_store_relu --rounds 9 --m $s --n $s --k $s \
+          --json "$work/results/lesson04_hopper-targets-$s.json" || rc=1
+    done
+  fi
   return $rc
 }
 
