@@ -189,6 +189,9 @@ int main(int argc, char** argv) {
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
   if (!opt.screenshot.empty()) glfwWindowHint(GLFW_VISIBLE, GLFW_FALSE);
+  // ImGui needs neither depth nor stencil; without them a software renderer has less to keep per tile.
+  glfwWindowHint(GLFW_DEPTH_BITS, 0);
+  glfwWindowHint(GLFW_STENCIL_BITS, 0);
   GLFWwindow* window = glfwCreateWindow(opt.width, opt.height, "tile-viewer", nullptr, nullptr);
   if (!window) {
     std::fprintf(stderr, "tile-viewer: cannot open an OpenGL 3.0 window on this display\n");
@@ -249,7 +252,8 @@ int main(int argc, char** argv) {
     int fb_w = opt.width, fb_h = opt.height;
     if (opt.screenshot.empty()) glfwGetFramebufferSize(window, &fb_w, &fb_h);
     glViewport(0, 0, fb_w, fb_h);
-    glClearColor(0.09f, 0.10f, 0.12f, 1.0f);
+    const ImVec4 background = ImGui::ColorConvertU32ToFloat4(ui::kWindowBackground);
+    glClearColor(background.x, background.y, background.z, 1.0f);
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     if (opt.screenshot.empty()) glfwSwapBuffers(window);
@@ -290,6 +294,7 @@ int main(int argc, char** argv) {
   }
 
   // ---- cleanup, in reverse order
+  app.release_textures();
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();
   ImGui::DestroyContext();

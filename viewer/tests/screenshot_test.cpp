@@ -10,9 +10,11 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 
 #include "model/colors.hpp"
 #include "model/png.hpp"
+#include "records/records.hpp"
 #include "schedule/tile_order.hpp"
 
 namespace wb::viewer {
@@ -125,6 +127,39 @@ TEST_F(ViewerScreenshot, EveryPanelRendersWithSyntheticFiles) {
     ASSERT_TRUE(read_png(png, &img, &error)) << error;
     EXPECT_GT(distinct_colours(img), 20) << panel << " looks blank";
   }
+}
+
+TEST_F(ViewerScreenshot, TimelineBarsShowLaunchColours) {
+  // The largest trace: its bars share SM rows, each in the colour of its first block's launch order.
+  ASSERT_EQ(run(std::string(SYNTHETIC_FILES_PATH) + " " + dir_.string()).exit_code, 0);
+  const std::string trace = (dir_ / "traces/synthetic/lesson01_naive.coalesced.json").string();
+  const std::string png = (dir_ / "timeline.png").string();
+  const CommandResult r = run(xvfb(trace + " --assets " + dir_.string() + " --panel timeline --size 960x600 --screenshot " + png));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  RgbImage img;
+  std::string error;
+  ASSERT_TRUE(read_png(png, &img, &error)) << error;
+
+  const int64_t units = int64_t(read_trace(trace).records.size());
+  std::unordered_map<uint32_t, int64_t> unit_of_colour;  // the first unit with each colour
+  for (int64_t u = units - 1; u >= 0; --u) {
+    const Rgb c = launch_order_rgb(u, units);
+    unit_of_colour[uint32_t(c.r) << 16 | uint32_t(c.g) << 8 | c.b] = u;
+  }
+  int64_t bar_pixels = 0, first_unit = units, last_unit = -1;
+  for (int y = 0; y < img.height; ++y)
+    for (int x = 0; x < img.width; ++x) {
+      const uint8_t* p = img.at(x, y);
+      const auto it = unit_of_colour.find(uint32_t(p[0]) << 16 | uint32_t(p[1]) << 8 | p[2]);
+      if (it == unit_of_colour.end()) continue;
+      ++bar_pixels;
+      first_unit = std::min(first_unit, it->second);
+      last_unit = std::max(last_unit, it->second);
+    }
+  // Bars fill most of the area right of the sidebar and the SM labels: over a quarter of the picture.
+  EXPECT_GT(bar_pixels, int64_t(img.width) * img.height / 4) << "bars in launch colours: " << bar_pixels << " pixels";
+  EXPECT_LT(first_unit, units / 10) << "the first blocks' colours are missing";
+  EXPECT_GT(last_unit, units * 9 / 10) << "the last blocks' colours are missing";
 }
 
 TEST_F(ViewerScreenshot, BadFileIsAnErrorLineAndNonZeroExit) {

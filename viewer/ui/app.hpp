@@ -24,6 +24,8 @@ class ViewerApp {
   void select(PanelId panel);
   // Draws the whole window for one frame.
   void draw(float frame_seconds);
+  // Frees the panels' GL textures; call before the GL context is destroyed.
+  void release_textures() { timeline_.release_textures(); }
 
   OrderPanel& order_panel() { return order_; }
   TimelinePanel& timeline_panel() { return timeline_; }

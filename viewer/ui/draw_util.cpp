@@ -10,6 +10,15 @@ ImU32 darker(Rgb c, float factor) {
   return IM_COL32(int(c.r * factor), int(c.g * factor), int(c.b * factor), 255);
 }
 
+ImU32 blend_over(ImU32 top, ImU32 bottom) {
+  const int a = int((top >> IM_COL32_A_SHIFT) & 0xFF);
+  auto channel = [&](int shift) {
+    const int t = int((top >> shift) & 0xFF), b = int((bottom >> shift) & 0xFF);
+    return (t * a + b * (255 - a) + 127) / 255;
+  };
+  return IM_COL32(channel(IM_COL32_R_SHIFT), channel(IM_COL32_G_SHIFT), channel(IM_COL32_B_SHIFT), 255);
+}
+
 std::string format_bytes(double bytes) {
   char buf[32];
   if (bytes >= 1e9) std::snprintf(buf, sizeof buf, "%.2f GB", bytes / 1e9);

@@ -15,7 +15,11 @@ namespace wb::viewer::ui {
 
 inline ImU32 to_imu32(Rgb c, int alpha = 255) { return IM_COL32(c.r, c.g, c.b, alpha); }
 ImU32 darker(Rgb c, float factor);
+// `top` (with its alpha) blended over the opaque `bottom`, as OpenGL would.
+ImU32 blend_over(ImU32 top, ImU32 bottom);
 
+// The GL clear colour: what shows where no window or panel draws.
+inline constexpr ImU32 kWindowBackground = IM_COL32(23, 26, 31, 255);
 inline constexpr ImU32 kTextDim = IM_COL32(160, 165, 175, 255);
 inline constexpr ImU32 kGridLine = IM_COL32(70, 74, 84, 255);
 inline constexpr ImU32 kCanvasBackground = IM_COL32(24, 26, 31, 255);

@@ -11,6 +11,7 @@ namespace {
 inline constexpr float kGutter = 64;  // SM labels
 inline constexpr float kAxis = 20;
 inline constexpr ImU32 kTailShade = IM_COL32(235, 90, 80, 40);
+inline constexpr ImU32 kAxisLine = IM_COL32(60, 64, 72, 255);
 
 // A "nice" tick step (1, 2, 5 x 10^k ns) giving about `target` ticks over the span.
 double tick_step(double span_ns, double target) {
@@ -35,6 +36,10 @@ void TimelinePanel::bench_step(int frame) {
   const double centre = view_end_ns_ * 0.4;
   view_.begin_ns = std::clamp(centre - span * 0.4, 0.0, std::max(view_end_ns_ - span, 0.0));
   view_.end_ns = view_.begin_ns + span;
+}
+
+void TimelinePanel::release_textures() {
+  for (CanvasTexture& c : canvases_) c.release();
 }
 
 void TimelinePanel::draw(Workspace& ws, float frame_seconds) {
@@ -68,14 +73,15 @@ void TimelinePanel::draw(Workspace& ws, float frame_seconds) {
   bars_drawn_ = 0;
   const float h = ImGui::GetContentRegionAvail().y;
   if (other) {
-    draw_trace(ws, *t, "trace a", std::floor(h * 0.5f) - 2);
-    draw_trace(ws, *other, "trace b", std::floor(h * 0.5f) - 2);
+    draw_trace(ws, *t, "trace a", std::floor(h * 0.5f) - 2, canvases_[0]);
+    draw_trace(ws, *other, "trace b", std::floor(h * 0.5f) - 2, canvases_[1]);
   } else {
-    draw_trace(ws, *t, "trace a", h);
+    draw_trace(ws, *t, "trace a", h, canvases_[0]);
   }
 }
 
-void TimelinePanel::draw_trace(Workspace& ws, const LoadedTrace& lt, const char* id, float height) {
+void TimelinePanel::draw_trace(Workspace& ws, const LoadedTrace& lt, const char* id, float height,
+                               CanvasTexture& bars_canvas) {
   const TimelineModel& tl = lt.timeline;
   const Trace& trace = lt.trace;
   const double duration = double(tl.end_ns());
@@ -114,16 +120,23 @@ void TimelinePanel::draw_trace(Workspace& ws, const LoadedTrace& lt, const char*
   auto x_of = [&](double t) { return area0.x + float((t - view_.begin_ns) * px_per_ns); };
 
   dl->PushClipRect(p0, ImVec2(area1.x, area1.y), true);
-  // No background fill: the window's clear colour is the canvas, and on a
-  // software renderer every full-area fill costs milliseconds.
+  // The bars area is one opaque picture drawn as a single textured quad (its
+  // background, the tail, the grid lines and the bars): the renderer shades
+  // each pixel once, however many bars there are.
+  const ImVec2 canvas0(std::floor(area0.x), std::floor(area0.y));
+  auto canvas_rect = [&](float x0, float y0, float x1, float y1, ImU32 colour) {
+    bars_canvas.fill_rect(x0 - canvas0.x, y0 - canvas0.y, x1 - canvas0.x, y1 - canvas0.y, colour);
+  };
+  bars_canvas.begin(int(std::ceil(area1.x) - canvas0.x), int(std::ceil(area1.y) - canvas0.y), kWindowBackground);
   // Tail: from the first SM running out of work to the end.
-  dl->AddRectFilled(ImVec2(std::max(x_of(double(tl.tail_begin_ns())), area0.x), area0.y),
-                    ImVec2(std::min(x_of(duration), area1.x), area1.y), kTailShade);
-  // Time axis.
+  canvas_rect(x_of(double(tl.tail_begin_ns())), area0.y, x_of(duration), area1.y,
+              blend_over(kTailShade, kWindowBackground));
+  // Time axis: a tick in the axis band, its grid line in the picture, on one whole pixel.
   const double step = tick_step(view_.end_ns - view_.begin_ns, std::max(2.0, double(area_w) / 110.0));
   for (double t = std::ceil(view_.begin_ns / step) * step; t <= view_.end_ns; t += step) {
-    const float x = x_of(t);
-    dl->AddLine(ImVec2(x, area0.y - 4), ImVec2(x, area1.y), IM_COL32(60, 64, 72, 255));
+    const float x = std::floor(x_of(t) + 0.5f);
+    dl->AddRectFilled(ImVec2(x, area0.y - 4), ImVec2(x + 1, area0.y), kAxisLine);
+    canvas_rect(x, area0.y, x + 1, area1.y, kAxisLine);
     dl->AddText(ImVec2(x + 3, p0.y + 2), kTextDim, format_ns(t).c_str());
   }
 
@@ -153,10 +166,11 @@ void TimelinePanel::draw_trace(Workspace& ws, const LoadedTrace& lt, const char*
     const Rgb c = launch_order_rgb(r.unit, units);
     const ImVec2 b0(area0.x + bar.x0, y0), b1(area0.x + bar.x1, y1);
     // Merged bars are darker, except in SM rows where merging is the rule.
-    dl->AddRectFilled(b0, b1, bar.count > 1 && lanes_visible ? darker(c, 0.7f) : to_imu32(c));
+    canvas_rect(b0.x, b0.y, b1.x, b1.y, bar.count > 1 && lanes_visible ? darker(c, 0.7f) : to_imu32(c));
     if (hovered && io.MousePos.x >= b0.x && io.MousePos.x < b1.x && io.MousePos.y >= y0 && io.MousePos.y < y1)
       hovered_bar = &bar;
   }
+  bars_canvas.draw(dl, canvas0);
   // Playhead.
   const float xp = x_of(ws.trace_playback.position());
   dl->AddLine(ImVec2(xp, area0.y - 6), ImVec2(xp, area1.y), kPlayhead, 2.0f);

@@ -8,6 +8,7 @@
 
 #include "model/timeline.hpp"
 #include "model/workspace.hpp"
+#include "ui/canvas_texture.hpp"
 #include "ui/draw_util.hpp"
 
 namespace wb::viewer::ui {
@@ -19,9 +20,11 @@ class TimelinePanel {
   size_t bars_drawn() const { return bars_drawn_; }
   // Animates the view for the benchmark: zooms in and out around the middle.
   void bench_step(int frame);
+  // Frees the bar pictures' textures (before the GL context goes).
+  void release_textures();
 
  private:
-  void draw_trace(Workspace& ws, const LoadedTrace& t, const char* id, float height);
+  void draw_trace(Workspace& ws, const LoadedTrace& t, const char* id, float height, CanvasTexture& bars_canvas);
   void fit_view(double end_ns);
 
   TimelineView view_;
@@ -30,6 +33,7 @@ class TimelinePanel {
   const LoadedTrace* compared_ = nullptr;
   bool compare_ = true;
   std::vector<TimelineBar> bars_;  // reused every frame
+  CanvasTexture canvases_[2];      // the bars of trace a and trace b
   size_t bars_drawn_ = 0;
 };
 
