@@ -14,7 +14,7 @@
 #   compare   workbook compare at the headline square shapes; lessons 03/04 at 1024 and 8192;
 #             lesson 04's target variants at 2048, 4096 and 8192 over 9 rounds
 #
-# A copy of the tree without .git names its commit in WORKBOOK_COMMIT.
+# WORKBOOK_COMMIT names the commit (a copy of the tree has no .git of its own, or the wrong one).
 # Leaves under $OUT (default ./gpu-check-out): summary.txt and gpu-check.tar.gz
 # (results/, traces/, logs/). Exit status: non-zero when a stage failed.
 set -u -o pipefail
@@ -156,7 +156,7 @@ for s in "${stages[@]}"; do
   declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons ncu compare)"; exit 2; }
 done
 {
-  echo "matmul-workbook GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo "${WORKBOOK_COMMIT:-unknown}")"
+  echo "matmul-workbook GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${WORKBOOK_COMMIT:-$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null | sed 's/^/GPU: /'
   nvcc --version 2>/dev/null | tail -n 1
 } | tee "$summary"
