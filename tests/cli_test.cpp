@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "harness/ncu.hpp"
 #include "run_binary.hpp"
 
 namespace {
@@ -117,5 +118,15 @@ TEST_P(LessonCli, WithoutGpuShowsRecordedResultsOrRefusesJson) {
 INSTANTIATE_TEST_SUITE_P(Lessons, LessonCli,
                          ::testing::Values("lesson01_naive", "lesson02_blocked", "lesson03_grouped",
                                            "lesson04_hopper"));
+
+// --ncu is checked before any GPU work: without Nsight Compute it is one line and exit 2.
+TEST(LessonNcu, WithoutNsightComputeIsAUsageError) {
+  if (!have("lesson03_grouped")) GTEST_SKIP() << "lesson03_grouped is not in this build (no CUDA)";
+  if (!wb::find_ncu().empty()) GTEST_SKIP() << "ncu is installed here (the GPU check runs --ncu for real)";
+  const Ran r = run("lesson03_grouped --ncu --m 64 --n 64 --k 64");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_EQ(lines(r.out), 1) << r.out;
+  EXPECT_NE(r.out.find("ncu"), std::string::npos) << r.out;
+}
 
 }  // namespace

@@ -51,7 +51,12 @@ const std::string kLessons[] = {"lesson01_naive", "lesson02_blocked", "lesson03_
 struct Shape {
   int m, n, k;
 };
-const Shape kShapes[] = {{1, 1, 1}, {127, 257, 129}, {1, 4096, 4096}, {1000, 1000, 1000}, {4096, 4096, 4096}};
+// 2300 x 4296 (18 x 17 tiles of 128 x 256, tails in both: two whole waves on
+// 132 SMs and a third 32% full) makes lesson 04's Stream-K step share the last
+// 42 tiles along K: with K = 1000 each block takes about 5 k tiles of them,
+// with K = 128 (2 k tiles per tile) some blocks none.
+const Shape kShapes[] = {{1, 1, 1},          {127, 257, 129},   {1, 4096, 4096},  {1000, 1000, 1000},
+                         {2300, 4296, 1000}, {2300, 4296, 128}, {4096, 4096, 4096}};
 
 using Param = std::tuple<std::string, Shape>;
 
@@ -139,7 +144,7 @@ TEST_P(Traces, CoverEveryTileOnce) {
   fs::remove_all(base.parent_path());
 }
 
-const Shape kTraceShapes[] = {{127, 257, 129}, {1000, 1000, 1000}};
+const Shape kTraceShapes[] = {{127, 257, 129}, {1000, 1000, 1000}, {2300, 4296, 1000}};
 
 INSTANTIATE_TEST_SUITE_P(Lessons, Traces,
                          ::testing::Combine(::testing::ValuesIn(kLessons), ::testing::ValuesIn(kTraceShapes)),

@@ -33,7 +33,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <vector>
 
+#include "cuda/activation_half2.cuh"
 #include "cuda/common.cuh"
 #include "cuda/hopper_tma.cuh"
 #include "cuda/hopper_wgmma.cuh"
@@ -41,6 +44,7 @@
 #include "harness/harness.cuh"
 #include "records/records.hpp"
 #include "schedule/activation.hpp"
+#include "schedule/stream_k.hpp"
 #include "schedule/tile_order.hpp"
 
 namespace wb::hopper {
@@ -213,29 +217,17 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
 }
 
 // Two neighbouring outputs, activation applied, as one fp16 pair. GELU runs
-// on the pair: the two fp32 accumulators are rounded to fp16 once (as the
-// store would round them), then u = sqrt(2/pi) (x + 0.044715 x^3), one
-// tanh.approx.f16x2 and 0.5 x (1 + tanh u) take 5 half2 ops and ONE
-// special-function op per TWO outputs. In fp32 the same took 8 fp32 ops, 2
+// on the pair (activation_half2.cuh): the two fp32 accumulators are rounded to
+// fp16 once (as the store would round them), then u = sqrt(2/pi) (x +
+// 0.044715 x^3), one tanh.approx.f16x2 and 0.5 x (1 + tanh u) take 5 half2 ops
+// and ONE special-function op per TWO outputs. In fp32 the same took 8 fp32 ops, 2
 // conversions and 2 special-function ops (16 per SM per clock, against 128
 // fp32 multiply-adds), while the tensor cores wait for the epilogue. The result
 // is within an fp16 rounding or two of the fp32 formula; the tests check it
 // against fp64 like every variant.
 template <Activation kAct>
 __device__ __forceinline__ uint32_t pack_activation(float lo, float hi) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (kAct == Activation::gelu) {
-    const __half2 x = __floats2half2_rn(lo, hi);
-    const __half2 c0 = __float2half2_rn(0.7978845608028654f);             // sqrt(2/pi)
-    const __half2 c1 = __float2half2_rn(0.7978845608028654f * 0.044715f);
-    const __half2 u = __hmul2(x, __hfma2(c1, __hmul2(x, x), c0));
-    uint32_t t;
-    asm("tanh.approx.f16x2 %0, %1;" : "=r"(t) : "r"(*reinterpret_cast<const uint32_t*>(&u)));
-    const __half2 h = __hmul2(x, __float2half2_rn(0.5f));
-    const __half2 g = __hfma2(h, *reinterpret_cast<const __half2*>(&t), h);  // 0.5 x (1 + tanh(u))
-    return *reinterpret_cast<const uint32_t*>(&g);
-  }
-#endif
+  if constexpr (kAct == Activation::gelu) return activation_half2_bits<kAct>(pack_half2(lo, hi));
   return pack_half2(epilogue_activation<kAct>(lo), epilogue_activation<kAct>(hi));
 }
 
@@ -248,9 +240,11 @@ __device__ __forceinline__ uint32_t pack_activation(float lo, float hi) {
 // spill those 32 extra registers, so they convert while they write).
 // The copy engine writes whole 128-byte lines and clips rows and columns past
 // M, N itself, and the consumers go back to their wgmmas while it does.
-// Swizzle: 16-byte chunk q of line r of a box sits at chunk q ^ (r % 8); the
-// 8 rows a store instruction touches then fall in 8 different chunks, so the
-// warp's 32 four-byte stores hit 32 different banks.
+// Swizzle: 16-byte chunk q of line r of a box sits at chunk q ^ (r % 8). The
+// writes are stmatrix (sm_90): one warp instruction stores four 8 x 8 fp16
+// matrices straight from the accumulator layout, each row a 16-byte chunk, and
+// the 8 rows of a matrix fall in 8 different chunks, so no bank is hit twice;
+// 8 instructions per 64 x 128 half instead of 64 four-byte stores.
 template <Activation kAct, bool kPackAhead>
 __device__ __forceinline__ void store_64x128_via_smem(const float (&d)[64], __half* staging, const CUtensorMap* c_map,
                                                       int row0, int col0, int barrier_id) {
@@ -259,30 +253,36 @@ __device__ __forceinline__ void store_64x128_via_smem(const float (&d)[64], __ha
   const int lane = threadIdx.x % 32;
   const int warp = (threadIdx.x % kWarpgroupThreads) / 32;
   const bool leader = threadIdx.x % kWarpgroupThreads == 0;
-  const int row = 16 * warp + lane / 4;  // and row + 8; both have row % 8 == lane / 4
-  uint8_t* base = reinterpret_cast<uint8_t*>(staging);
-  auto pack = [&](int j, int upper) {  // rows `row` (upper = 0) and `row + 8`, two fp16 columns
-    return pack_activation<kAct>(d[4 * j + 2 * upper], d[4 * j + 2 * upper + 1]);
-  };
-  uint32_t packed[kPackAhead ? kSlices : 1][2];
-  if constexpr (kPackAhead) {
+  const uint32_t base = smem_u32(staging);
+  // Slice j's fp16 pair in rows `row` (upper = 0) and `row + 8`, activation applied.
+  auto pack = [&](int j, int upper) { return pack_activation<kAct>(d[4 * j + 2 * upper], d[4 * j + 2 * upper + 1]); };
+  uint32_t packed[kSlices][2];
 #pragma unroll
-    for (int j = 0; j < kSlices; ++j) packed[j][0] = pack(j, 0), packed[j][1] = pack(j, 1);
+  for (int j = 0; j < kSlices; ++j) {
+    if constexpr (kPackAhead) packed[j][0] = pack(j, 0), packed[j][1] = pack(j, 1);
   }
   if (leader) tma_store_wait_read<0>();  // the previous half has left the buffer
   warpgroup_barrier(barrier_id);
+  // One stmatrix per two slices: matrices (j, rows 0-7), (j, rows 8-15),
+  // (j+1, rows 0-7), (j+1, rows 8-15) of the warp's 16 rows; lane l gives the
+  // address of row l % 8 of matrix l / 8 (the swizzle is in the address).
+  const int lane_row = 16 * warp + 8 * ((lane / 8) % 2) + lane % 8;  // lane_row % 8 == lane % 8
 #pragma unroll
-  for (int j = 0; j < kSlices; ++j) {
-    const int offset = (j / 8) * kBoxBytes + ((j % 8) ^ (lane / 4)) * 16 + (lane % 4) * 4;
-    *reinterpret_cast<uint32_t*>(base + row * kSwizzleBytes + offset) = kPackAhead ? packed[j][0] : pack(j, 0);
-    *reinterpret_cast<uint32_t*>(base + (row + 8) * kSwizzleBytes + offset) = kPackAhead ? packed[j][1] : pack(j, 1);
+  for (int j = 0; j < kSlices; j += 2) {
+    const int slice = j + lane / 16;
+    const uint32_t addr = base + lane_row * kSwizzleBytes + (slice / 8) * kBoxBytes + ((slice % 8) ^ (lane % 8)) * 16;
+    if constexpr (kPackAhead) {
+      stmatrix_x4(addr, packed[j][0], packed[j][1], packed[j + 1][0], packed[j + 1][1]);
+    } else {
+      stmatrix_x4(addr, pack(j, 0), pack(j, 1), pack(j + 1, 0), pack(j + 1, 1));
+    }
   }
   fence_proxy_async_shared();
   warpgroup_barrier(barrier_id);
   if (leader) {
 #pragma unroll
     for (int box = 0; box < kStoreCols / kPanelCols; ++box)
-      tma_store_2d(c_map, base + box * kBoxBytes, row0, col0 + box * kPanelCols);
+      tma_store_2d(c_map, reinterpret_cast<uint8_t*>(staging) + box * kBoxBytes, row0, col0 + box * kPanelCols);
     tma_store_commit();
   }
 }
@@ -296,6 +296,19 @@ __device__ __forceinline__ void store_tile_via_smem(const float (&d)[kWsBlockN /
   for (int half = 0; half < kWsBlockN / kStoreCols; ++half)
     store_64x128_via_smem<kAct, kPackAhead>(*reinterpret_cast<const float(*)[64]>(d + 64 * half), staging, c_map,
                                             row0, col0 + half * kStoreCols, barrier_id);
+}
+
+// One k stage's wgmmas for a consumer's 64 rows and kN columns: four k16
+// steps, A from `a_base` (K-major), B from `b_base` (N-major panels).
+// accumulate = false starts the accumulator over (a tile's first k stage).
+template <int kN, class Smem>
+__device__ __forceinline__ void wgmma_k_stage(float (&d)[kN / 2], uint32_t a_base, uint32_t b_base, bool accumulate) {
+#pragma unroll
+  for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
+    const uint64_t desc_a = desc_k_major_a(a_base + kk * kWgmmaK * sizeof(__half));
+    const uint64_t desc_b = desc_n_major_b(b_base + kk * 2 * kSwizzleAtomBytes, Smem::kBPanelElems * sizeof(__half));
+    wgmma_m64k16<kN>(d, desc_a, desc_b, accumulate || kk > 0);
+  }
 }
 
 // Where tile `rank` of cluster work unit `unit` stands among the tiles in launch
@@ -501,23 +514,19 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     int slot = 0;
     uint32_t phase = 0;
     float acc[kWsBlockN / 2];  // (64, 256) fp32 for this warpgroup
+    __half* staging = nullptr;  // this consumer's 64 x 128 of the staging buffer
+    if constexpr (kTmaStore) staging = s.c + consumer * 64 * kStoreCols;
 
     for (int unit = first_unit; unit < num_units; unit += unit_step) {
       const uint64_t t0 = trace ? global_timer_ns() : 0;
       const TileCoord tile = tile_of_unit(unit);
+      const int row0 = tile.m * kWsBlockM + 64 * consumer, col0 = tile.n * kWsBlockN;
       int previous_slot = -1;
       for (int kt = 0; kt < k_tiles; ++kt) {
         mbarrier_wait(&s.full[slot], phase);
-        const uint32_t a_base = smem_u32(s.a[slot]) + consumer * 64 * kSwizzleBytes;
-        const uint32_t b_base = smem_u32(s.b[slot]);
         wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk) {
-          const uint64_t desc_a = desc_k_major_a(a_base + kk * kWgmmaK * sizeof(__half));
-          const uint64_t desc_b =
-              desc_n_major_b(b_base + kk * 2 * kSwizzleAtomBytes, Smem::kBPanelElems * sizeof(__half));
-          wgmma_m64k16<kWsBlockN>(acc, desc_a, desc_b, kt > 0 || kk > 0);
-        }
+        wgmma_k_stage<kWsBlockN, Smem>(acc, smem_u32(s.a[slot]) + consumer * 64 * kSwizzleBytes, smem_u32(s.b[slot]),
+                                       kt > 0);
         wgmma_commit();
         wgmma_wait<1>();  // the group of k tile kt-1 has finished reading its slot
         fence_accumulators(acc);
@@ -531,11 +540,9 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 
       if constexpr (kTmaStore) {
         if (tile.m < tiles_m)  // the same for the whole warpgroup (its named barrier)
-          store_tile_via_smem<kAct, kCluster == 1>(acc, s.c + consumer * 64 * kStoreCols, &c_map,
-                                                   tile.m * kWsBlockM + 64 * consumer, tile.n * kWsBlockN,
-                                                   1 + consumer);
+          store_tile_via_smem<kAct, kCluster == 1>(acc, staging, &c_map, row0, col0, 1 + consumer);
       } else {
-        store_tile<kWsBlockN, kAct>(acc, c, m, n, tile.m * kWsBlockM + 64 * consumer, tile.n * kWsBlockN);
+        store_tile<kWsBlockN, kAct>(acc, c, m, n, row0, col0);
       }
       // Trace unit = the tile's position in the launch order (unit, then rank),
       // counting only tiles inside the matrix.
@@ -692,6 +699,168 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 #endif
 }
 
+// ================================================================ step 8 (streamk)
+// Step 5 with a Stream-K last wave (schedule/stream_k.hpp). The persistent
+// grid's blocks take whole tiles, `blocks` at a time, as in step 5; when the
+// last wave would be at most half full, its tiles are instead shared along K,
+// an equal run of k tiles per block. A block walks its work units (tile, k
+// range); producer and consumers walk the same list, so the ring of stages
+// flows across units as it flows across tiles in step 5.
+// When a unit ends:
+//   whole tile                       epilogue, as step 5;
+//   the END of a tile (k_begin > 0)  each consumer writes its 64 x 256 fp32
+//                                    partial to this block's workspace slot and
+//                                    raises its flag (release);
+//   the START of a tile (k_begin 0)  each consumer waits for the flags of the
+//                                    blocks that hold the rest of the tile
+//                                    (acquire), adds their partials, stores.
+// The partial is written in the accumulator's own layout (thread t's registers
+// 4i..4i+3 at float4 i * 128 + t), so each 16-byte access is coalesced and the
+// owner's thread t adds exactly the values its own registers hold.
+// A flag holds the number of the launch that wrote it (`epoch`), so flags
+// never need resetting. Waiting on another block is safe here because every
+// block of the grid is resident at once (grid = SMs x blocks per SM).
+
+__device__ __forceinline__ void store_release_gpu(uint32_t* flag, uint32_t value) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
+#endif
+}
+
+__device__ __forceinline__ uint32_t load_acquire_gpu(const uint32_t* flag) {
+  uint32_t value = 0;
+#if defined(__CUDA_ARCH__)
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(value) : "l"(flag) : "memory");
+#endif
+  return value;
+}
+
+constexpr int kPartialFloat4s = 64 * kWsBlockN / 4;  // one consumer's (64, 256) fp32 partial
+
+// What the Stream-K kernel shares between blocks: a (64, 256) fp32 partial and
+// a flag per consumer warpgroup of each block.
+struct StreamKWorkspace {
+  float4* partials = nullptr;  // [block][consumer][kPartialFloat4s]
+  uint32_t* flags = nullptr;   // [block][consumer]: the epoch of the launch that last wrote the partial
+  int* segments_before = nullptr;  // [block]: shared-run segments of the blocks before (numbers trace records)
+};
+
+template <Activation kAct>
+__global__ void __launch_bounds__(kWsThreads, 1)
+    streamk_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                   const __grid_constant__ CUtensorMap c_map, int k, int tiles_m, int tiles_n,
+                   StreamKWorkspace workspace, uint32_t epoch, TraceRecord* trace) {
+#if WB_WGMMA_DEVICE
+  using Smem = PipelineSmem<kWsBlockM, kWsBlockN, kWsStages, kStagingElems>;
+  extern __shared__ uint8_t smem_raw[];
+  Smem& s = aligned_smem<Smem>(smem_raw);
+  const StreamKPlan plan = stream_k_plan(tiles_m * tiles_n, ceil_div(k, kBlockK), int(gridDim.x));
+  const int warpgroup = threadIdx.x / kWarpgroupThreads;
+  auto tile_at = [&](int t) { return tile_of(TileOrder::grouped, t, tiles_m, tiles_n, kWsGroupM); };
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_descriptor(&a_map);
+    tma_prefetch_descriptor(&b_map);
+    for (int i = 0; i < kWsStages; ++i) {
+      mbarrier_init(&s.full[i], 1);                // the producer's expect-bytes arrival
+      mbarrier_init(&s.empty[i], kConsumers * 4);  // one arrival per consumer warp
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ---------------------------------------------------------- producer
+    warpgroup_release_registers<kProducerRegs>();
+    if (threadIdx.x == 0) {
+      int slot = 0;
+      uint32_t phase = 0;
+      StreamKWalk walk(plan, int(blockIdx.x));
+      for (WorkUnit u; walk.next(&u);) {
+        const TileCoord tile = tile_at(u.tile);
+        for (int kt = u.k_begin; kt < u.k_end; ++kt) {
+          mbarrier_wait(&s.empty[slot], phase ^ 1);  // first lap: passes at once
+          load_stage<Smem, kWsBlockM, kWsBlockN>(s, slot, &a_map, &b_map, tile.m, tile.n, kt);
+          if (++slot == kWsStages) { slot = 0; phase ^= 1; }
+        }
+      }
+    }
+  } else {
+    // ---------------------------------------------------------- consumers
+    warpgroup_claim_registers<kConsumerRegs>();
+    const int consumer = warpgroup - 1;  // rows 64*consumer .. +63 of the tile
+    const int thread = threadIdx.x % kWarpgroupThreads;
+    const int barrier_id = 1 + consumer;
+    __half* const staging = s.c + consumer * 64 * kStoreCols;
+    auto partial_of = [&](int block) { return workspace.partials + (size_t(block) * kConsumers + consumer) * kPartialFloat4s; };
+    auto flag_of = [&](int block) { return workspace.flags + block * kConsumers + consumer; };
+    int slot = 0;
+    uint32_t phase = 0;
+    float acc[kWsBlockN / 2];  // (64, 256) fp32 for this warpgroup
+
+    StreamKWalk walk(plan, int(blockIdx.x), trace != nullptr ? workspace.segments_before[blockIdx.x] : -1);
+    for (WorkUnit u; walk.next(&u);) {
+      const uint64_t t0 = trace ? global_timer_ns() : 0;
+      const TileCoord tile = tile_at(u.tile);
+      int previous_slot = -1;
+      for (int kt = u.k_begin; kt < u.k_end; ++kt) {
+        mbarrier_wait(&s.full[slot], phase);
+        wgmma_fence();
+        wgmma_k_stage<kWsBlockN, Smem>(acc, smem_u32(s.a[slot]) + consumer * 64 * kSwizzleBytes, smem_u32(s.b[slot]),
+                                       kt > u.k_begin);
+        wgmma_commit();
+        wgmma_wait<1>();  // the group of k tile kt-1 has finished reading its slot
+        fence_accumulators(acc);
+        if (previous_slot >= 0 && threadIdx.x % 32 == 0) mbarrier_arrive(&s.empty[previous_slot]);
+        previous_slot = slot;
+        if (++slot == kWsStages) { slot = 0; phase ^= 1; }
+      }
+      wgmma_wait<0>();
+      fence_accumulators(acc);
+      if (threadIdx.x % 32 == 0) mbarrier_arrive(&s.empty[previous_slot]);  // the producer may go on
+
+      if (!owns_tile(u)) {
+        // The end of a tile: hand the partial sum to the tile's owner.
+        float4* partial = partial_of(int(blockIdx.x));
+#pragma unroll
+        for (int i = 0; i < kWsBlockN / 8; ++i)
+          __stcg(partial + i * kWarpgroupThreads + thread,
+                 make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+        warpgroup_barrier(barrier_id);  // every thread's stores come before the release
+        if (thread == 0) store_release_gpu(flag_of(int(blockIdx.x)), epoch);
+      } else {
+        if (!whole_tile(plan, u)) {
+          // The start of a tile: add the partials of the blocks that hold the rest.
+          for (int b = stream_k_next_contributor(plan, u.tile, int(blockIdx.x)); b >= 0;
+               b = stream_k_next_contributor(plan, u.tile, b)) {
+            if (thread == 0)
+              while (load_acquire_gpu(flag_of(b)) != epoch) __nanosleep(64);
+            warpgroup_barrier(barrier_id);  // the acquire comes before every thread's loads
+            const float4* partial = partial_of(b);
+#pragma unroll
+            for (int i = 0; i < kWsBlockN / 8; ++i) {
+              const float4 p = __ldcg(partial + i * kWarpgroupThreads + thread);
+              acc[4 * i] += p.x;
+              acc[4 * i + 1] += p.y;
+              acc[4 * i + 2] += p.z;
+              acc[4 * i + 3] += p.w;
+            }
+          }
+        }
+        store_tile_via_smem<kAct, true>(acc, staging, &c_map, tile.m * kWsBlockM + 64 * consumer, tile.n * kWsBlockN,
+                                        barrier_id);
+      }
+      if (trace != nullptr && threadIdx.x == kWarpgroupThreads)
+        trace_write_record(trace, u.index, tile.m, tile.n, u.k_begin * kBlockK, min_int(u.k_end * kBlockK, k), t0);
+    }
+    if (thread == 0) tma_store_wait_all<0>();  // smem stays valid until TMA is done
+  }
+#else
+  (void)k; (void)tiles_m; (void)tiles_n; (void)trace; (void)c_map; (void)workspace; (void)epoch;
+  __trap();
+#endif
+}
+
 // ================================================================ launchers
 
 enum class HopperStep {
@@ -702,6 +871,7 @@ enum class HopperStep {
   persistent_tma_store,          // step 5: step 3 + the TMA-store epilogue
   persistent_cluster_tma_store,  // step 5 + step 4's clusters
   pingpong,                      // step 6: step 5 with ping-pong consumers, 128 x 128 tiles
+  streamk,                       // step 8: step 5 with a Stream-K last wave
 };
 
 // True when TMA can describe A and B: row strides of 16-byte multiples.
@@ -816,17 +986,22 @@ inline void launch_warp_specialized(const GemmArgs& g, cudaStream_t stream) {
       cudaLaunchKernelEx(&config, kernel, a_map, b_map, c_map, g.c, g.m, g.n, g.k, tiles_m, tiles_n, g.trace));
 }
 
+// Calls f(std::integral_constant<Activation, act>{}): the run-time activation
+// as a template argument, so each kernel is compiled once per activation.
+template <class F>
+inline void with_activation(Activation act, F&& f) {
+  switch (act) {
+    case Activation::none: f(std::integral_constant<Activation, Activation::none>{}); break;
+    case Activation::relu: f(std::integral_constant<Activation, Activation::relu>{}); break;
+    case Activation::leaky_relu: f(std::integral_constant<Activation, Activation::leaky_relu>{}); break;
+    case Activation::gelu: f(std::integral_constant<Activation, Activation::gelu>{}); break;
+    case Activation::silu: f(std::integral_constant<Activation, Activation::silu>{}); break;
+  }
+}
+
 template <bool kPersistent, int kCluster, bool kTmaStore>
 inline void launch_with_activation(const GemmArgs& g, Activation act, cudaStream_t stream) {
-  switch (act) {
-    case Activation::none: launch_warp_specialized<kPersistent, kCluster, kTmaStore, Activation::none>(g, stream); break;
-    case Activation::relu: launch_warp_specialized<kPersistent, kCluster, kTmaStore, Activation::relu>(g, stream); break;
-    case Activation::leaky_relu:
-      launch_warp_specialized<kPersistent, kCluster, kTmaStore, Activation::leaky_relu>(g, stream);
-      break;
-    case Activation::gelu: launch_warp_specialized<kPersistent, kCluster, kTmaStore, Activation::gelu>(g, stream); break;
-    case Activation::silu: launch_warp_specialized<kPersistent, kCluster, kTmaStore, Activation::silu>(g, stream); break;
-  }
+  with_activation(act, [&](auto a) { launch_warp_specialized<kPersistent, kCluster, kTmaStore, a.value>(g, stream); });
 }
 
 // Step 6 (pingpong): one block per SM (at most one per tile).
@@ -864,13 +1039,89 @@ inline void launch_pingpong(const GemmArgs& g, cudaStream_t stream) {
 
 template <class Shape>
 inline void launch_pingpong_with_activation(const GemmArgs& g, Activation act, cudaStream_t stream) {
-  switch (act) {
-    case Activation::none: launch_pingpong<Shape, Activation::none>(g, stream); break;
-    case Activation::relu: launch_pingpong<Shape, Activation::relu>(g, stream); break;
-    case Activation::leaky_relu: launch_pingpong<Shape, Activation::leaky_relu>(g, stream); break;
-    case Activation::gelu: launch_pingpong<Shape, Activation::gelu>(g, stream); break;
-    case Activation::silu: launch_pingpong<Shape, Activation::silu>(g, stream); break;
+  with_activation(act, [&](auto a) { launch_pingpong<Shape, a.value>(g, stream); });
+}
+
+// Step 8 (streamk): one block per SM (at most one per tile).
+template <Activation kAct>
+constexpr auto kSkKernel = streamk_kernel<kAct>;
+using StreamKSmem = PipelineSmem<kWsBlockM, kWsBlockN, kWsStages, kStagingElems>;
+
+inline int streamk_grid(const GemmShape& s) {
+  static const int resident = [] {  // once per process
+    const int smem = smem_bytes_for<StreamKSmem>();
+    allow_large_smem(kSkKernel<Activation::none>, smem);
+    return sm_count() *
+           std::max(1, blocks_per_sm(reinterpret_cast<const void*>(kSkKernel<Activation::none>), kWsThreads, smem));
+  }();
+  return min_int(ceil_div(s.m, kWsBlockM) * ceil_div(s.n, kWsBlockN), resident);
+}
+
+// What the Stream-K launches of a process share, whatever their activation:
+// the workspace (allocated once, for the largest grid: about 128 KB per block,
+// 17 MB on an H100), the epoch counter (the flags start at 0 and every launch
+// gets the next epoch, so they are never cleared again) and the plan whose
+// trace numbering is on the device.
+struct StreamKState {
+  StreamKWorkspace workspace;
+  int capacity = 0;       // blocks the workspace holds
+  uint32_t epoch = 0;     // of the last launch
+  StreamKPlan numbered;   // the plan segments_before was computed for
+  std::vector<int> segments_before;
+};
+
+// The workspace for `plan`, and the next launch's epoch in `epoch`.
+inline StreamKWorkspace streamk_prepare(const StreamKPlan& plan, cudaStream_t stream, uint32_t* epoch) {
+  static StreamKState state;
+  StreamKWorkspace& w = state.workspace;
+  if (plan.workers > state.capacity) {
+    const int resident = streamk_grid(GemmShape{1 << 20, 1 << 20, 1});
+    if (plan.workers > resident) throw CudaError("Stream-K: more blocks than can be resident at once");
+    if (w.partials != nullptr) {
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+      CUDA_CHECK(cudaFree(w.partials));
+      CUDA_CHECK(cudaFree(w.flags));
+      CUDA_CHECK(cudaFree(w.segments_before));
+      w = StreamKWorkspace{};
+    }
+    CUDA_CHECK(cudaMalloc(&w.partials, size_t(resident) * kConsumers * kPartialFloat4s * sizeof(float4)));
+    CUDA_CHECK(cudaMalloc(&w.flags, size_t(resident) * kConsumers * sizeof(uint32_t)));
+    CUDA_CHECK(cudaMalloc(&w.segments_before, size_t(resident) * sizeof(int)));
+    CUDA_CHECK(cudaMemsetAsync(w.flags, 0, size_t(resident) * kConsumers * sizeof(uint32_t), stream));
+    state.capacity = resident;
+    state.numbered = StreamKPlan{};
   }
+  // Trace records are numbered in launch order, which needs each block's count
+  // of earlier segments: a loop with 64-bit divisions, done here once per plan.
+  const StreamKPlan& n = state.numbered;
+  if (plan.tiles != n.tiles || plan.k_iters != n.k_iters || plan.workers != n.workers) {
+    state.segments_before.resize(size_t(plan.workers));
+    for (int b = 0; b < plan.workers; ++b) state.segments_before[size_t(b)] = stream_k_segments_before(plan, b);
+    // From pageable memory: the host copy is staged before this returns.
+    CUDA_CHECK(cudaMemcpyAsync(w.segments_before, state.segments_before.data(), size_t(plan.workers) * sizeof(int),
+                               cudaMemcpyHostToDevice, stream));
+    state.numbered = plan;
+  }
+  if (++state.epoch == 0) state.epoch = 1;  // 0 is what the flags start at
+  *epoch = state.epoch;
+  return w;
+}
+
+template <Activation kAct>
+inline void launch_streamk(const GemmArgs& g, cudaStream_t stream) {
+  const int tiles_m = ceil_div(g.m, kWsBlockM), tiles_n = ceil_div(g.n, kWsBlockN);
+  const CUtensorMap a_map = make_tensor_map_2d(g.a, g.m, g.k, kWsBlockM, kBlockK);  // boxes (128, 64)
+  const CUtensorMap b_map = make_tensor_map_2d(g.b, g.k, g.n, kBlockK, kPanelCols);  // boxes (64, 64)
+  const CUtensorMap c_map = make_tensor_map_2d(g.c, g.m, g.n, 64, kPanelCols);       // boxes (64, 64), stores
+  const int smem = smem_bytes_for<StreamKSmem>();
+  const int grid = streamk_grid(GemmShape{g.m, g.n, g.k});
+  uint32_t epoch = 0;
+  const StreamKWorkspace workspace =
+      streamk_prepare(stream_k_plan(tiles_m * tiles_n, ceil_div(g.k, kBlockK), grid), stream, &epoch);
+  allow_large_smem(kSkKernel<kAct>, smem);
+  kSkKernel<kAct><<<grid, kWsThreads, smem, stream>>>(a_map, b_map, c_map, g.k, tiles_m, tiles_n, workspace, epoch,
+                                                      g.trace);
+  CUDA_CHECK_LAUNCH();
 }
 
 // Runs `step` with the fused activation `act`; shapes TMA cannot describe run
@@ -896,6 +1147,7 @@ inline void launch_hopper_gemm(const GemmArgs& g, HopperStep step, Activation ac
     case HopperStep::persistent_cluster: launch_with_activation<true, 2, false>(g, act, stream); break;
     case HopperStep::persistent_tma_store: launch_with_activation<true, 1, true>(g, act, stream); break;
     case HopperStep::persistent_cluster_tma_store: launch_with_activation<true, 2, true>(g, act, stream); break;
+    case HopperStep::streamk: with_activation(act, [&](auto a) { launch_streamk<a.value>(g, stream); }); break;
     case HopperStep::pingpong: launch_pingpong_with_activation<PingpongSquare>(g, act, stream); break;
   }
 }
@@ -923,12 +1175,36 @@ inline KernelConfig pingpong_config(const GemmShape& s) {
   return cfg;
 }
 
+// Step 8's (streamk) tile sizes, grid, occupancy and trace units (one per
+// Stream-K segment and per whole tile).
+inline KernelConfig streamk_config(const GemmShape& s) {
+  KernelConfig cfg;
+  cfg.block_m = kWsBlockM;
+  cfg.block_n = kWsBlockN;
+  cfg.block_k = kBlockK;
+  cfg.threads = kWsThreads;
+  cfg.stages = kWsStages;
+  cfg.order = tile_order_name(TileOrder::grouped);
+  cfg.group_m = kWsGroupM;
+  cfg.tiles_m = ceil_div(s.m, cfg.block_m);
+  cfg.tiles_n = ceil_div(s.n, cfg.block_n);
+  cfg.persistent = true;
+  cfg.grid_blocks = streamk_grid(s);
+  cfg.work_units = stream_k_units(stream_k_plan(cfg.tiles_m * cfg.tiles_n, ceil_div(s.k, kBlockK), int(cfg.grid_blocks)));
+  cfg.smem_bytes = smem_bytes_for<StreamKSmem>();
+  allow_large_smem(kSkKernel<Activation::none>, cfg.smem_bytes);
+  cfg.blocks_per_sm = blocks_per_sm(reinterpret_cast<const void*>(kSkKernel<Activation::none>), cfg.threads,
+                                    cfg.smem_bytes);
+  return cfg;
+}
+
 // Tile sizes, grid, occupancy and trace units for `step` on shape `s`.
 inline KernelConfig hopper_gemm_config(const GemmShape& s, HopperStep step) {
   if (!tma_shape_ok(s)) return pipelined_gemm_config(s, TileOrder::grouped, kGroupM);
   KernelConfig cfg;
   const bool simple = step == HopperStep::tma_wgmma;
   if (step == HopperStep::pingpong) return pingpong_config<PingpongSquare>(s);
+  if (step == HopperStep::streamk) return streamk_config(s);
   cfg.block_m = simple ? kSimpleBlockM : kWsBlockM;
   cfg.block_n = simple ? kSimpleBlockN : kWsBlockN;
   cfg.block_k = kBlockK;
@@ -969,6 +1245,7 @@ inline KernelConfig hopper_gemm_config(const GemmShape& s, HopperStep step) {
       cfg.grid_blocks = warp_specialized_grid<true, 2, true>(s);
       kernel = reinterpret_cast<const void*>(kWsKernel<true, 2, true, Activation::none>);
       break;
+    case HopperStep::streamk: break;   // returned above
     case HopperStep::pingpong: break;  // returned above
   }
   if (!simple) {

@@ -214,6 +214,19 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 #endif
 }
 
+// Four 8 x 8 fp16 matrices from registers to shared memory in one warp
+// instruction (sm_90). Register i of lane l holds two neighbouring values of
+// matrix i, row l / 4, columns 2 (l % 4) and +1: the layout of an mma or wgmma
+// accumulator pair. Lanes 8i .. 8i+7 give the shared addresses of matrix i's
+// 8 rows (16 bytes each), so any row order or swizzle can be written.
+__device__ __forceinline__ void stmatrix_x4(uint32_t smem_addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+#if WB_HOPPER_DEVICE
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_addr), "r"(r0),
+               "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+#endif
+}
+
 // Copies the box at `smem_src` (laid out as the map's swizzle says) to the box
 // whose top-left element is (row, col) of the matrix.
 __device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* smem_src, int row, int col) {

@@ -11,8 +11,9 @@
 //     64 x 64 sub-tile of C in registers, with the fragments of the next k16
 //     step loaded while the mma of this one run (two fragment buffers), one
 //     barrier per k-slice, and the slice's copies spread between the mma;
-//   - a fused epilogue: the activation is applied to the fp32 accumulator, the
-//     fp16 tile is staged through shared memory and written with 16-byte stores.
+//   - a fused epilogue: the fp16 tile is staged through shared memory, and the
+//     activation is applied on its way out, 8 values per 16-byte chunk in half2
+//     arithmetic (activation_half2.cuh), then written with 16-byte stores.
 //
 // Two paths, picked per launch:
 //   fast    K % 8 == 0, N % 8 == 0 and 16-byte aligned pointers: every 16-byte
@@ -33,6 +34,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cuda/activation_half2.cuh"
 #include "cuda/common.cuh"
 #include "cuda/mma_primitives.cuh"
 #include "harness/harness.cuh"
@@ -338,7 +340,7 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS_PER_SM)
   cp_async_wait_group<0>();
   __syncthreads();  // every warp is done with the pipeline's shared memory
 
-  // ---- epilogue: activation on fp32, fp16 into the staging tile
+  // ---- epilogue: fp32 -> fp16 into the staging tile
   const int group = lane / 4, pair = lane % 4;
 #pragma unroll
   for (int i = 0; i < S::MMAS_M; ++i) {
@@ -346,25 +348,22 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS_PER_SM)
     for (int j = 0; j < S::MMAS_N; ++j) {
       const int row = warp_row0 + i * 16 + group;
       const int col = warp_col0 + j * 8 + pair * 2;
-      const __half2 top = __floats2half2_rn(apply_activation<float>(ACT, acc[i][j][0]),
-                                            apply_activation<float>(ACT, acc[i][j][1]));
-      const __half2 bottom = __floats2half2_rn(apply_activation<float>(ACT, acc[i][j][2]),
-                                               apply_activation<float>(ACT, acc[i][j][3]));
-      *reinterpret_cast<__half2*>(c_stage + row * S::C_LD + col) = top;
-      *reinterpret_cast<__half2*>(c_stage + (row + 8) * S::C_LD + col) = bottom;
+      *reinterpret_cast<__half2*>(c_stage + row * S::C_LD + col) = __floats2half2_rn(acc[i][j][0], acc[i][j][1]);
+      *reinterpret_cast<__half2*>(c_stage + (row + 8) * S::C_LD + col) = __floats2half2_rn(acc[i][j][2], acc[i][j][3]);
     }
   }
   __syncthreads();
 
-  // ---- staging tile -> C: consecutive threads take consecutive 16-byte chunks of a row
+  // ---- staging tile -> activation on fp16 pairs -> C: consecutive threads take
+  // consecutive 16-byte chunks of a row
   constexpr int C_CHUNKS_PER_ROW = S::BLOCK_N / 8;
 #pragma unroll
   for (int i = 0; i < S::C_CHUNKS_PER_THREAD; ++i) {
     const int index = int(threadIdx.x) + i * S::THREADS;
     const int r = index / C_CHUNKS_PER_ROW, cc = (index % C_CHUNKS_PER_ROW) * 8;
     const int gr = m0 + r, gc = n0 + cc;
-    const uint4 v = *reinterpret_cast<const uint4*>(c_stage + r * S::C_LD + cc);
     if (gr >= m) continue;
+    const uint4 v = activation_x8<ACT>(*reinterpret_cast<const uint4*>(c_stage + r * S::C_LD + cc));
     __half* dst = c + int64_t(gr) * n + gc;
     if constexpr (ALIGNED16) {
       if (gc < n) *reinterpret_cast<uint4*>(dst) = v;  // n % 8 == 0: wholly in or out

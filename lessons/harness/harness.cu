@@ -4,6 +4,8 @@
 #include "harness/harness.cuh"
 
 #include <cublas_v2.h>
+#include <cuda_profiler_api.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +16,7 @@
 #include <set>
 
 #include "harness/catalog.hpp"
+#include "harness/ncu.hpp"
 #include "harness/options.hpp"
 #include "harness/report.hpp"
 
@@ -254,12 +257,14 @@ struct Selected {
 
 class LessonRun {
  public:
-  LessonRun(const LessonInfo& info, const LessonOptions& opt, std::vector<Selected> selected)
-      : info_(info), opt_(opt), selected_(std::move(selected)) {}
+  LessonRun(const LessonInfo& info, const LessonOptions& opt, std::vector<Selected> selected, std::string ncu)
+      : info_(info), opt_(opt), selected_(std::move(selected)), ncu_(std::move(ncu)) {}
 
   int run();
 
  private:
+  int profile_once();
+  bool measure_with_ncu();
   void allocate();
   void verify(size_t i, VariantResult& out);
   void time_all(std::vector<VariantResult>& results, VariantResult& cublas_row);
@@ -274,6 +279,7 @@ class LessonRun {
   const LessonInfo& info_;
   const LessonOptions& opt_;
   std::vector<Selected> selected_;
+  std::string ncu_;  // Nsight Compute's ncu, for --ncu
   RunHeader header_;
   Stream stream_;
   std::unique_ptr<CublasHandle> cublas_;
@@ -491,6 +497,7 @@ int LessonRun::run() {
     }
   }
   allocate();
+  if (opt_.profile_once) return profile_once();
 
   std::vector<VariantResult> results(selected_.size());
   for (size_t i = 0; i < selected_.size(); ++i) {
@@ -532,6 +539,7 @@ int LessonRun::run() {
     any_model = true;
     std::printf("  %-22s %s\n", v.name.c_str(), v.model(shape, selected_[i].config, header_.gpu).c_str());
   }
+  const bool ncu_ok = opt_.ncu ? measure_with_ncu() : true;
   if (!opt_.trace_path.empty()) write_traces(results);
   if (!opt_.json_path.empty()) {
     write_results(opt_.json_path, res);
@@ -540,7 +548,62 @@ int LessonRun::run() {
   bool failed = false;
   for (const VariantResult& r : results) failed |= !r.skipped && r.checked && !r.passed;
   if (failed) std::printf("\nA variant FAILED verification (marked FAIL above).\n");
-  return failed ? kExitFailed : kExitOk;
+  return failed || !ncu_ok ? kExitFailed : kExitOk;
+}
+
+// The child of --ncu: one warm-up launch (module load, tensor maps, workspaces),
+// then one launch between cudaProfilerStart and Stop, the only one ncu profiles.
+int LessonRun::profile_once() {
+  const Selected& s = selected_.front();
+  if (!s.skip_reason.empty()) {
+    std::printf("%s: skipped: %s\n", s.variant->name.c_str(), s.skip_reason.c_str());
+    return kExitOk;
+  }
+  for (int run = 0; run < 2; ++run) {
+    if (run == 1) CUDA_CHECK(cudaProfilerStart());
+    s.variant->launch(args(c_.get()), stream_.s);
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaStreamSynchronize(stream_.s));
+  }
+  CUDA_CHECK(cudaProfilerStop());
+  return kExitOk;
+}
+
+// --ncu: each variant again, as a child process under Nsight Compute. Its DRAM
+// bytes and L2 hit rate, printed under the models' predictions. False when ncu
+// could not measure one.
+bool LessonRun::measure_with_ncu() {
+  char self[4096] = {};
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) {
+    std::printf("\n--ncu: cannot find this program's own path to run it under ncu\n");
+    return false;
+  }
+  std::printf("\nmeasured by Nsight Compute (one launch per variant, caches flushed before it, clocks as they are):\n");
+  std::fflush(stdout);
+  bool ok = true;
+  for (const Selected& s : selected_) {
+    if (!s.skip_reason.empty()) continue;
+    const std::vector<std::string> argv = {
+        ncu_, "--profile-from-start", "off", "--clock-control", "none", "--csv", "--page", "raw", "--print-units",
+        "base", "--metrics", kNcuMetrics, self, "--variant", s.variant->name, "--m", std::to_string(opt_.m), "--n",
+        std::to_string(opt_.n), "--k", std::to_string(opt_.k), "--seed", std::to_string(opt_.seed), "--device",
+        std::to_string(opt_.device), "--no-check", "--profile-once"};
+    std::string output, why;
+    NcuMetrics m;
+    const int rc = run_capture(argv, &output);
+    if (rc == 0 && parse_ncu_csv(output, &m, &why)) {
+      std::printf("  %-22s %s\n", s.variant->name.c_str(), format_ncu_metrics(m).c_str());
+    } else {
+      if (why.empty()) why = "ncu exited with status " + std::to_string(rc);
+      const std::string last = last_line(output);  // ncu's last words
+      std::printf("  %-22s not measured: %s%s%s\n", s.variant->name.c_str(), why.c_str(), last.empty() ? "" : ": ",
+                  last.c_str());
+      ok = false;
+    }
+    std::fflush(stdout);
+  }
+  return ok;
 }
 
 }  // namespace
@@ -622,7 +685,17 @@ int run_lesson(const std::string& lesson_id, const std::vector<Variant>& variant
     }
   }
 
-  std::printf("%s\n", lesson_explanation(*info).c_str());
+  std::string ncu;
+  if (opt.ncu) {
+    ncu = find_ncu();
+    if (ncu.empty()) {
+      std::fprintf(stderr, "%s: --ncu needs Nsight Compute's ncu on PATH (or in /usr/local/cuda/bin)\n",
+                   lesson_id.c_str());
+      return kExitUsage;
+    }
+  }
+
+  if (!opt.profile_once) std::printf("%s\n", lesson_explanation(*info).c_str());
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
@@ -643,7 +716,7 @@ int run_lesson(const std::string& lesson_id, const std::vector<Variant>& variant
     return kExitUsage;
   }
   try {
-    LessonRun run(*info, opt, std::move(selected));
+    LessonRun run(*info, opt, std::move(selected), ncu);
     return run.run();
   } catch (const CudaError& e) {
     std::string what = e.what();

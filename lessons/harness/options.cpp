@@ -35,6 +35,10 @@ ParseOutcome parse_lesson_options(const std::string& program, const std::string&
   app.add_option("--trace", out.trace_path, "write a per-block trace JSON (and a Perfetto export) to PATH");
   app.add_flag("--no-check", out.no_check, "skip verification against cuBLAS and fp64");
   app.add_flag("--list", out.list, "list the variants and exit");
+  app.add_flag("--ncu", out.ncu,
+               "also measure each variant's DRAM bytes read and L2 hit rate under Nsight Compute (ncu), beside "
+               "the models' predictions");
+  app.add_flag("--profile-once", out.profile_once)->group("");  // the child --ncu runs under ncu
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -60,6 +64,10 @@ ParseOutcome parse_lesson_options(const std::string& program, const std::string&
       message = "--variant: empty variant name";
       return ParseOutcome::usage_error;
     }
+  }
+  if (out.profile_once && out.variants.size() != 1) {
+    message = "--profile-once takes exactly one --variant";
+    return ParseOutcome::usage_error;
   }
   if (!out.json_path.empty() && out.json_path == out.trace_path) {
     message = "--json and --trace name the same file";

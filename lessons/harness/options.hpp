@@ -25,6 +25,8 @@ struct LessonOptions {
   std::string trace_path;             // trace JSON ("" = none); Perfetto export beside it
   bool no_check = false;
   bool list = false;
+  bool ncu = false;           // also measure DRAM bytes and L2 hit rate under Nsight Compute
+  bool profile_once = false;  // (internal) the child that --ncu profiles: one launch of one variant
 };
 
 enum class ParseOutcome { run, done, usage_error };

@@ -6,6 +6,8 @@
 #include <filesystem>
 
 #include "models/l2_model.hpp"
+#include "models/wave_model.hpp"
+#include "schedule/stream_k.hpp"
 #include "schedule/tile_order.hpp"
 
 namespace wb {
@@ -96,6 +98,25 @@ std::string l2_model_line(int64_t m, int64_t n, int64_t k, const KernelConfig& c
                 order.c_str(), in.blocks_in_flight, r.dram_bytes / 1e9,
                 double(r.dram_bytes) / double(std::max<int64_t>(1, r.compulsory_bytes)), r.compulsory_bytes / 1e9,
                 100.0 * r.hit_rate(), r.waves.size());
+  return buf;
+}
+
+std::string stream_k_model_line(int64_t k, const KernelConfig& c) {
+  if (c.block_k < 1 || c.grid_blocks < 1) return "wave model: kernel has no tile sizes";
+  const int tiles = c.tiles_m * c.tiles_n, blocks = int(c.grid_blocks);
+  const StreamKPlan plan = stream_k_plan(tiles, int(ceil_div64(k, c.block_k)), blocks);
+  const WaveResult w = wave_quantization(WaveInput{tiles, 1, blocks, 1});
+  char buf[320];
+  const int used =
+      std::snprintf(buf, sizeof buf, "waves: %d tiles on %d blocks = %.2f -> %lld waves of whole tiles, last %.0f%% full",
+                    tiles, blocks, double(tiles) / blocks, static_cast<long long>(w.waves),
+                    100.0 * w.last_wave_utilization);
+  if (plan.sk_tiles > 0) {
+    std::snprintf(buf + used, sizeof buf - size_t(used), "; Stream-K shares its %d tiles: %.1f k tiles per block",
+                  plan.sk_tiles, double(plan.sk_tiles) * plan.k_iters / blocks);
+  } else if (w.waves > 1 && w.last_wave_units < blocks) {
+    std::snprintf(buf + used, sizeof buf - size_t(used), "; kept whole (shared only when at most half full)");
+  }
   return buf;
 }
 

@@ -26,6 +26,11 @@ std::string format_recorded_results(const std::string& assets, const std::string
 // hit rate, waves. Uses the kernel's tile sizes, order, GROUP_M and blocks per SM.
 std::string l2_model_line(int64_t m, int64_t n, int64_t k, const KernelConfig& kernel, const GpuInfo& gpu);
 
+// Wave quantization of a persistent kernel and what Stream-K does about it:
+// waves of whole tiles, the last wave's fill, and the k tiles per block of the
+// shared run when the plan shares it (schedule/stream_k.hpp).
+std::string stream_k_model_line(int64_t k, const KernelConfig& kernel);
+
 // Lower-case, '-' separated: "NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3".
 std::string gpu_slug(const std::string& gpu_name);
 

@@ -204,7 +204,7 @@ void OrderPanel::draw_grid(Workspace& ws) {
       const TraceRecord& r = trace->trace.records[size_t(record_of_tile_[t])];
       ImGui::Text("SM %d, start %s, end %s (%s)", r.sm, format_ns(double(r.start_ns)).c_str(),
                   format_ns(double(r.end_ns)).c_str(), format_ns(double(r.end_ns - r.start_ns)).c_str());
-      if (r.k_end - r.k_begin < setup.k) ImGui::Text("k %d .. %d (split-K: more units for this tile)", r.k_begin, r.k_end);
+      if (r.k_end - r.k_begin < setup.k) ImGui::Text("k %d .. %d (split-K or Stream-K: more units for this tile)", r.k_begin, r.k_end);
     }
     ImGui::EndTooltip();
   }

@@ -198,7 +198,8 @@ void TimelinePanel::draw_trace(Workspace& ws, const LoadedTrace& lt, const char*
       ImGui::Text("SM %d, slot %d", r.sm, hovered_bar->lane % slots);
       ImGui::Text("start %s, end %s, %s", format_ns(double(r.start_ns)).c_str(), format_ns(double(r.end_ns)).c_str(),
                   format_ns(double(r.end_ns - r.start_ns)).c_str());
-      if (trace.kernel.split_k > 1) ImGui::Text("k %d .. %d", r.k_begin, r.k_end);
+      if (r.k_end - r.k_begin < trace.header.k)
+        ImGui::Text("k %d .. %d of %lld", r.k_begin, r.k_end, static_cast<long long>(trace.header.k));
     }
     ImGui::EndTooltip();
   }

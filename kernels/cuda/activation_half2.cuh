@@ -1,0 +1,67 @@
+// Epilogue activations on fp16 pairs, for kernels that have already rounded
+// their fp32 accumulators to fp16 (as the store must anyway): one half2
+// instruction works on two outputs, and GELU and SiLU need ONE special-function
+// op (tanh.approx.f16x2, sm_75+) per pair instead of two fp32 ones per pair.
+// The result stays within an fp16 rounding or two of the fp32 formula in
+// schedule/activation.hpp; the lessons check it against fp64 like every variant.
+//
+//   gelu  0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))    5 half2 ops + 1 tanh
+//   silu  x sigmoid(x) = h + h tanh(h), h = x / 2            2 half2 ops + 1 tanh
+//         (sigmoid(x) = (1 + tanh(x / 2)) / 2: no exp, no divide, no overflow)
+//   relu  max(x, 0);  leaky_relu  max(x, 0.01 x)
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "schedule/activation.hpp"
+
+namespace wb {
+
+__device__ __forceinline__ __half2 tanh_half2(__half2 x) {
+  uint32_t t = 0;
+#if defined(__CUDA_ARCH__)
+  asm("tanh.approx.f16x2 %0, %1;" : "=r"(t) : "r"(*reinterpret_cast<const uint32_t*>(&x)));
+#endif
+  return *reinterpret_cast<const __half2*>(&t);
+}
+
+template <Activation ACT>
+__device__ __forceinline__ __half2 activation_half2(__half2 x) {
+  if constexpr (ACT == Activation::relu) {
+    return __hmax2(x, __float2half2_rn(0.0f));
+  } else if constexpr (ACT == Activation::leaky_relu) {
+    return __hmax2(x, __hmul2(x, __float2half2_rn(kLeakyReluSlope)));
+  } else if constexpr (ACT == Activation::gelu) {
+    const __half2 c0 = __float2half2_rn(0.7978845608028654f);  // sqrt(2/pi)
+    const __half2 c1 = __float2half2_rn(0.7978845608028654f * 0.044715f);
+    const __half2 u = __hmul2(x, __hfma2(c1, __hmul2(x, x), c0));
+    const __half2 h = __hmul2(x, __float2half2_rn(0.5f));
+    return __hfma2(h, tanh_half2(u), h);
+  } else if constexpr (ACT == Activation::silu) {
+    const __half2 h = __hmul2(x, __float2half2_rn(0.5f));
+    return __hfma2(h, tanh_half2(h), h);
+  } else {
+    return x;
+  }
+}
+
+// The same on a packed pair (two fp16 in one 32-bit register).
+template <Activation ACT>
+__device__ __forceinline__ uint32_t activation_half2_bits(uint32_t bits) {
+  const __half2 y = activation_half2<ACT>(*reinterpret_cast<const __half2*>(&bits));
+  return *reinterpret_cast<const uint32_t*>(&y);
+}
+
+// Eight fp16 values (one 16-byte chunk).
+template <Activation ACT>
+__device__ __forceinline__ uint4 activation_x8(uint4 v) {
+  v.x = activation_half2_bits<ACT>(v.x);
+  v.y = activation_half2_bits<ACT>(v.y);
+  v.z = activation_half2_bits<ACT>(v.z);
+  v.w = activation_half2_bits<ACT>(v.w);
+  return v;
+}
+
+}  // namespace wb
