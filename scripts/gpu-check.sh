@@ -12,7 +12,8 @@
 #   lessons   every lesson at 4096^3 with results JSON; traces of chosen variants
 #   ncu       lesson 03's orders under Nsight Compute (DRAM bytes, L2 hit rate) beside the L2 model
 #   compare   workbook compare at the headline square shapes; lessons 03/04 at 1024 and 8192;
-#             lesson 04's target variants at 2048, 4096 and 8192 over 9 rounds
+#             lesson 04's target variants at 2048, 4096 and 8192 over 9 rounds, and Stream-K
+#             where the last wave is mostly empty
 #
 # WORKBOOK_COMMIT names the commit (a copy of the tree has no .git of its own, or the wrong one).
 # Leaves under $OUT (default ./gpu-check-out): summary.txt and gpu-check.tar.gz
@@ -111,7 +112,13 @@ stage_lessons() {
   trace lesson03_grouped row_major 8192 || rc=1
   trace lesson03_grouped grouped8 8192 || rc=1
   trace lesson04_hopper persistent || rc=1
-  trace lesson04_hopper streamk || rc=1
+  # Step 5 against Stream-K where the last wave is 18% full: the idle SMs, and the shared run.
+  if have lesson04_hopper; then
+    for v in tma_store streamk; do
+      "$bin/lesson04_hopper" --variant $v --m 3072 --n 3072 --k 4096 --reps 9 --rounds 3 \
+          --trace "$work/traces/lesson04_hopper.$v.3072x3072x4096.json" || rc=1
+    done
+  fi
   return $rc
 }
 
@@ -147,6 +154,13 @@ stage_compare() {
       echo "-- lesson04_hopper targets at ${s}^3"
       "$bin/lesson04_hopper" --variant tma_store,streamk,streamk_gelu,streamk_relu --rounds 9 --m $s --n $s --k $s \
           --json "$work/results/lesson04_hopper-targets-$s.json" || rc=1
+    done
+    # Where Stream-K shares the last wave (18% and 45% full).
+    for shape in "3072 3072 4096" "2304 4608 4096"; do
+      set -- $shape
+      echo "-- lesson04_hopper Stream-K at ${1}x${2}x${3}"
+      "$bin/lesson04_hopper" --variant tma_store,streamk,streamk_gelu --rounds 9 --m $1 --n $2 --k $3 \
+          --json "$work/results/lesson04_hopper-streamk-${1}x${2}x${3}.json" || rc=1
     done
   fi
   return $rc
