@@ -107,7 +107,8 @@
 //   3% on H100, and with tanh.approx.f16x2 on pairs but the rest in fp32,
 //   about 2%. Rounding the pair to fp16 first (as the store does anyway) and
 //   evaluating GELU in half2 arithmetic, 5 half2 ops and one tanh per pair:
-//   about 1%. The result stays within an fp16 rounding or two of the fp32
+//   about 1% at 4096^3 and 8192^3, but 2-3% at 2048^3, where each SM has one
+//   tile and nothing to overlap its epilogue with. The result stays within an fp16 rounding or two of the fp32
 //   formula, checked against fp64 like every variant.
 //
 // Step 8  streamk: Stream-K for a last wave that is mostly empty.
@@ -121,9 +122,9 @@
 //   computed its end writes an fp32 partial (64 KB per consumer, coalesced, in
 //   the accumulator's own layout) and raises a flag; the block that computed
 //   its start waits for the flags, adds the partials and stores the tile.
-//   Measured on H100 at 3072 x 3072 x 4096: 0.134 ms -> 0.118 ms, 12% faster
-//   than step 5 (77% -> 87% of cuBLAS, which picks other tiles here); at
-//   2304 x 4608 x 4096 (last wave 45% full) 2.4% faster.
+//   Measured on H100 at 3072 x 3072 x 4096: 0.133 ms -> 0.119 ms, 11-12%
+//   faster than step 5 (78% -> 88% of cuBLAS, which picks other tiles here);
+//   at 2304 x 4608 x 4096 (last wave 45% full) 1-2% faster.
 //   When not to: at 4096^3 the last wave is 88% full (512 tiles), and sharing
 //   it measured 8-14% SLOWER than leaving 16 SMs idle, and still 6-9% slower
 //   with the partial sums left out (wrong results, timing only). So the fix-up

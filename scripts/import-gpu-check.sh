@@ -17,7 +17,8 @@ gpu=$(sed -n '/"gpu": {/,/}/p' "$first" | grep -m1 '"name"' | sed 's/.*"name": "
 [ -n "$gpu" ] || { echo "import: no GPU name in $first" >&2; exit 1; }
 mkdir -p "$root/assets/results/$gpu" "$root/assets/traces/$gpu"
 cp "$tmp"/gpu-check/results/*.json "$root/assets/results/$gpu/"
-cp "$summary" "$root/assets/results/$gpu/gpu-check-summary.txt"
+# Paths in the summary are the check machine's: keep them relative to its output folder.
+sed 's|[^ ]*/gpu-check/|gpu-check/|g' "$summary" > "$root/assets/results/$gpu/gpu-check-summary.txt"
 shopt -s nullglob
 for t in "$tmp"/gpu-check/traces/*.json; do
   case "$t" in
