@@ -158,6 +158,23 @@ __device__ __forceinline__ void load_stage(Smem& s, int slot, const CUtensorMap*
   }
 }
 
+// Thread 0 of a warp-specialised kernel: prefetches the tensor maps and sets
+// up each slot's barriers, "full" (one arrival: the producer's expect-bytes)
+// and "empty" (`empty_arrivals`: one per consumer warp that reads the slot),
+// then makes them visible to the async proxy. The caller synchronises after.
+template <int kStages, class Smem>
+__device__ __forceinline__ void init_pipeline(Smem& s, const CUtensorMap* a_map, const CUtensorMap* b_map,
+                                              uint32_t empty_arrivals) {
+  if (threadIdx.x != 0) return;
+  tma_prefetch_descriptor(a_map);
+  tma_prefetch_descriptor(b_map);
+  for (int i = 0; i < kStages; ++i) {
+    mbarrier_init(&s.full[i], 1);
+    mbarrier_init(&s.empty[i], empty_arrivals);
+  }
+  fence_barrier_init();
+}
+
 // Stores one warpgroup's 64 x kN accumulator at (row0, col0) of C, applying the
 // activation in fp32 and rounding to fp16; rows and columns past M, N are masked.
 // N is a multiple of 8 here (TMA's rule), so a column pair is in or out together.
@@ -453,15 +470,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     return t;
   };
 
-  if (threadIdx.x == 0) {
-    tma_prefetch_descriptor(&a_map);
-    tma_prefetch_descriptor(&b_map);
-    for (int i = 0; i < kStages; ++i) {
-      mbarrier_init(&s.full[i], 1);                           // the producer's expect-bytes arrival
-      mbarrier_init(&s.empty[i], kCluster * kConsumers * 4);  // one arrival per consumer warp of the cluster
-    }
-    fence_barrier_init();
-  }
+  init_pipeline<kStages>(s, &a_map, &b_map, kCluster * kConsumers * 4);  // every consumer warp of the cluster
   if constexpr (kCluster > 1) {
     cluster_sync();  // the peer's barriers exist before anything arrives on them
   } else {
@@ -608,15 +617,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int block_tiles = int(blockIdx.x) < num_tiles ? ceil_div(num_tiles - int(blockIdx.x), int(gridDim.x)) : 0;
   auto tile_number = [&](int i) { return int(blockIdx.x) + i * int(gridDim.x); };
 
-  if (threadIdx.x == 0) {
-    tma_prefetch_descriptor(&a_map);
-    tma_prefetch_descriptor(&b_map);
-    for (int i = 0; i < kStages; ++i) {
-      mbarrier_init(&s.full[i], 1);   // the producer's expect-bytes arrival
-      mbarrier_init(&s.empty[i], 4);  // one arrival per warp of the one consumer that read it
-    }
-    fence_barrier_init();
-  }
+  init_pipeline<kStages>(s, &a_map, &b_map, 4);  // the warps of the one consumer that read the slot
   __syncthreads();
 
   if (warpgroup == 0) {
@@ -758,15 +759,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   const int warpgroup = threadIdx.x / kWarpgroupThreads;
   auto tile_at = [&](int t) { return tile_of(TileOrder::grouped, t, tiles_m, tiles_n, kWsGroupM); };
 
-  if (threadIdx.x == 0) {
-    tma_prefetch_descriptor(&a_map);
-    tma_prefetch_descriptor(&b_map);
-    for (int i = 0; i < kWsStages; ++i) {
-      mbarrier_init(&s.full[i], 1);                // the producer's expect-bytes arrival
-      mbarrier_init(&s.empty[i], kConsumers * 4);  // one arrival per consumer warp
-    }
-    fence_barrier_init();
-  }
+  init_pipeline<kWsStages>(s, &a_map, &b_map, kConsumers * 4);  // every consumer warp
   __syncthreads();
 
   if (warpgroup == 0) {
