@@ -200,6 +200,17 @@ Variant streamk_variant(const char* name, const char* what, Activation act) {
   return v;
 }
 
+// Step 9, with the grid's line under the report: how the tiles fall on its
+// blocks, and how they would fall on one block per SM.
+Variant balanced_variant(const char* name, const char* what, Activation act) {
+  Variant v = hopper_variant(name, what, HopperStep::balanced, act);
+  v.model = [](const GemmShape& s, const wb::KernelConfig& c, const wb::GpuInfo& gpu) {
+    return wb::hopper::tma_shape_ok(s) ? wb::balanced_grid_model_line(c, gpu)
+                                       : std::string("lesson 03's kernel (no grid model)");
+  };
+  return v;
+}
+
 std::vector<Variant> variants() {
   return {
       hopper_variant("tma_wgmma", "TMA boxes into a 4-stage mbarrier pipeline, wgmma 64x128x16, one warpgroup",
@@ -230,6 +241,12 @@ std::vector<Variant> variants() {
                       Activation::none),
       streamk_variant("streamk_gelu", "streamk + GELU (tanh) fused into the epilogue", Activation::gelu),
       streamk_variant("streamk_relu", "streamk + ReLU fused into the epilogue", Activation::relu),
+      balanced_variant("balanced",
+                       "tma_store on the fewest blocks that take as many waves: every block gets the same number "
+                       "of tiles",
+                       Activation::none),
+      balanced_variant("balanced_gelu", "balanced + GELU (tanh) fused into the epilogue", Activation::gelu),
+      balanced_variant("balanced_relu", "balanced + ReLU fused into the epilogue", Activation::relu),
   };
 }
 

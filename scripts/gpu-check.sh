@@ -112,9 +112,13 @@ stage_lessons() {
   trace lesson03_grouped row_major 8192 || rc=1
   trace lesson03_grouped grouped8 8192 || rc=1
   trace lesson04_hopper persistent || rc=1
-  # Step 5 against Stream-K where the last wave is 18% full: the idle SMs, and the shared run.
+  # Step 5 against step 9 at 4096^3: 116 blocks of 4 tiles and 16 of 3, against 128 of 4.
+  trace lesson04_hopper tma_store || rc=1
+  trace lesson04_hopper balanced || rc=1
+  # Step 5 against Stream-K and step 9 where the last wave is 18% full: the idle SMs, the shared
+  # run, and 96 blocks of 3 tiles.
   if have lesson04_hopper; then
-    for v in tma_store streamk; do
+    for v in tma_store streamk balanced; do
       "$bin/lesson04_hopper" --variant $v --m 3072 --n 3072 --k 4096 --reps 9 --rounds 3 \
           --trace "$work/traces/lesson04_hopper.$v.3072x3072x4096.json" || rc=1
     done
@@ -148,18 +152,19 @@ stage_compare() {
     for s in 1024 8192; do "$bin/$l" --m $s --n $s --k $s --json "$work/results/$l-$s.json" || rc=1; done
   done
   # Lesson 04's targets (>= 1.00x cuBLAS at 4096^3 and 8192^3, >= 0.90x at 2048^3, the fused
-  # epilogue < 2%): its fastest kernel with and without the activations, and Stream-K, 9 interleaved rounds.
+  # epilogue < 2%): its fastest kernels with and without the activations, and Stream-K, 9 interleaved rounds.
   if have lesson04_hopper; then
     for s in 2048 4096 8192; do
       echo "-- lesson04_hopper targets at ${s}^3"
-      "$bin/lesson04_hopper" --variant tma_store,tma_store_gelu,tma_store_relu,streamk --rounds 9 --m $s --n $s --k $s \
+      "$bin/lesson04_hopper" --variant tma_store,tma_store_gelu,tma_store_relu,streamk,balanced,balanced_gelu,balanced_relu \
+          --rounds 9 --m $s --n $s --k $s \
           --json "$work/results/lesson04_hopper-targets-$s.json" || rc=1
     done
-    # Where Stream-K shares the last wave (18% and 45% full).
+    # Where Stream-K shares the last wave (18% and 45% full), against the balanced grid.
     for shape in "3072 3072 4096" "2304 4608 4096"; do
       set -- $shape
       echo "-- lesson04_hopper Stream-K at ${1}x${2}x${3}"
-      "$bin/lesson04_hopper" --variant tma_store,streamk,streamk_gelu --rounds 9 --m $1 --n $2 --k $3 \
+      "$bin/lesson04_hopper" --variant tma_store,streamk,streamk_gelu,balanced --rounds 9 --m $1 --n $2 --k $3 \
           --json "$work/results/lesson04_hopper-streamk-${1}x${2}x${3}.json" || rc=1
     done
   fi

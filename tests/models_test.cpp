@@ -83,6 +83,28 @@ TEST(WaveModel, QuantizationMatchesHandCounts) {
   EXPECT_NEAR(r.efficiency, 128.0 / 264, 1e-12);
 }
 
+TEST(WaveModel, EvenWaveBlocksKeepTheWavesAndEvenTheLoad) {
+  EXPECT_EQ(even_wave_blocks(512, 132), 128);   // 4096^3 in 128 x 256 tiles: 4 tiles per block
+  EXPECT_EQ(even_wave_blocks(2048, 132), 128);  // 8192^3: 16 each
+  EXPECT_EQ(even_wave_blocks(800, 132), 115);   // 5120^3: 7 waves, 115 blocks of 6 or 7 tiles
+  EXPECT_EQ(even_wave_blocks(288, 132), 96);    // 3072^2: 3 each
+  EXPECT_EQ(even_wave_blocks(133, 132), 67);
+  EXPECT_EQ(even_wave_blocks(128, 132), 128);   // one wave: one block per tile
+  EXPECT_EQ(even_wave_blocks(264, 132), 132);   // already even
+  EXPECT_EQ(even_wave_blocks(0, 132), 1);
+  for (int64_t slots = 1; slots <= 140; ++slots) {
+    for (int64_t units = 1; units <= 3000; ++units) {
+      const int64_t blocks = even_wave_blocks(units, slots);
+      const int64_t waves = (units + slots - 1) / slots;
+      ASSERT_LE(blocks, slots);
+      // The busiest block has `waves` units: no extra wave ...
+      ASSERT_EQ((units + blocks - 1) / blocks, waves) << units << " units, " << slots << " slots";
+      // ... and one block fewer would need one.
+      ASSERT_LT((blocks - 1) * waves, units) << units << " units, " << slots << " slots";
+    }
+  }
+}
+
 TEST(Roofline, RidgeAndAttainable) {
   EXPECT_NEAR(ridge_intensity(989, 3350), 295.2, 0.1);
   EXPECT_NEAR(roofline_tflops(989, 3350, 10), 33.5, 1e-9);

@@ -149,4 +149,26 @@ TEST(StreamK, ModelLineSaysWhatTheReportClaims) {
             "kept whole (shared only when at most half full)");
 }
 
+// Step 9 answers the same waves the other way: fewer blocks, each as busy.
+TEST(BalancedGrid, ModelLineSaysWhereTheTilesGo) {
+  KernelConfig c;
+  c.blocks_per_sm = 1;
+  GpuInfo gpu;
+  gpu.sm_count = 132;
+  c.work_units = 512;  // 4096^3
+  c.grid_blocks = 128;
+  EXPECT_EQ(balanced_grid_model_line(c, gpu),
+            "grid: 512 tiles on 128 blocks, 128 blocks of 4 tiles; one block per SM (132): 116 blocks of 4 tiles, "
+            "16 of 3, 4 waves either way");
+  c.work_units = 800;  // 5120^3
+  c.grid_blocks = 115;
+  EXPECT_EQ(balanced_grid_model_line(c, gpu),
+            "grid: 800 tiles on 115 blocks, 110 blocks of 7 tiles, 5 of 6; one block per SM (132): 8 blocks of 7 "
+            "tiles, 124 of 6, 7 waves either way");
+  c.work_units = 128;  // 2048^3: one tile each
+  c.grid_blocks = 128;
+  EXPECT_EQ(balanced_grid_model_line(c, gpu),
+            "grid: 128 tiles on 128 blocks, 128 blocks of 1 tile (one block per SM already takes them evenly)");
+}
+
 }  // namespace

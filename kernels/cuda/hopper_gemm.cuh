@@ -42,6 +42,7 @@
 #include "cuda/hopper_wgmma.cuh"
 #include "cuda/pipelined_mma.cuh"  // lesson 03: the fallback for shapes TMA cannot describe
 #include "harness/harness.cuh"
+#include "models/wave_model.hpp"
 #include "records/records.hpp"
 #include "schedule/activation.hpp"
 #include "schedule/stream_k.hpp"
@@ -865,6 +866,7 @@ enum class HopperStep {
   persistent_cluster_tma_store,  // step 5 + step 4's clusters
   pingpong,                      // step 6: step 5 with ping-pong consumers, 128 x 128 tiles
   streamk,                       // step 8: step 5 with a Stream-K last wave
+  balanced,                      // step 9: step 5 on the fewest blocks that take as many waves
 };
 
 // True when TMA can describe A and B: row strides of 16-byte multiples.
@@ -939,22 +941,24 @@ inline int resident_clusters() {
 }
 
 // Blocks launched for `s`: one per tile, or (persistent) as many work units as
-// fit on the GPU at once, `kCluster` blocks each.
+// fit on the GPU at once, `kCluster` blocks each. `balanced` (step 9): only as
+// many as the waves need, so that every block gets the same number of units.
 template <bool kPersistent, int kCluster, bool kTmaStore>
-inline int warp_specialized_grid(const GemmShape& s) {
+inline int warp_specialized_grid(const GemmShape& s, bool balanced = false) {
   const int tiles_m = ceil_div(s.m, kWsBlockM), tiles_n = ceil_div(s.n, kWsBlockN);
   if constexpr (!kPersistent) {
     return tiles_m * tiles_n;
   } else {
     static const int resident = resident_clusters<kPersistent, kCluster, kTmaStore>();  // once per process
     const int units = ceil_div(tiles_m, kCluster) * tiles_n;
-    return kCluster * min_int(units, resident);
+    const int clusters = balanced ? int(even_wave_blocks(units, resident)) : min_int(units, resident);
+    return kCluster * clusters;
   }
 }
 
 // Steps 2-5 and 7.
 template <bool kPersistent, int kCluster, bool kTmaStore, Activation kAct>
-inline void launch_warp_specialized(const GemmArgs& g, cudaStream_t stream) {
+inline void launch_warp_specialized(const GemmArgs& g, cudaStream_t stream, bool balanced = false) {
   const int tiles_m = ceil_div(g.m, kWsBlockM), tiles_n = ceil_div(g.n, kWsBlockN);
   const CUtensorMap a_map = make_tensor_map_2d(g.a, g.m, g.k, kWsBlockM, kBlockK);  // boxes (128, 64)
   const CUtensorMap b_map = make_tensor_map_2d(g.b, g.k, g.n, kBlockK, kPanelCols);  // boxes (64, 64)
@@ -969,7 +973,8 @@ inline void launch_warp_specialized(const GemmArgs& g, cudaStream_t stream) {
   attr[0].val.clusterDim.x = kCluster;
   attr[0].val.clusterDim.y = 1;
   attr[0].val.clusterDim.z = 1;
-  config.gridDim = dim3(warp_specialized_grid<kPersistent, kCluster, kTmaStore>(GemmShape{g.m, g.n, g.k}), 1, 1);
+  config.gridDim =
+      dim3(warp_specialized_grid<kPersistent, kCluster, kTmaStore>(GemmShape{g.m, g.n, g.k}, balanced), 1, 1);
   config.blockDim = dim3(kWsThreads, 1, 1);
   config.dynamicSmemBytes = smem;
   config.stream = stream;
@@ -993,8 +998,10 @@ inline void with_activation(Activation act, F&& f) {
 }
 
 template <bool kPersistent, int kCluster, bool kTmaStore>
-inline void launch_with_activation(const GemmArgs& g, Activation act, cudaStream_t stream) {
-  with_activation(act, [&](auto a) { launch_warp_specialized<kPersistent, kCluster, kTmaStore, a.value>(g, stream); });
+inline void launch_with_activation(const GemmArgs& g, Activation act, cudaStream_t stream, bool balanced = false) {
+  with_activation(act, [&](auto a) {
+    launch_warp_specialized<kPersistent, kCluster, kTmaStore, a.value>(g, stream, balanced);
+  });
 }
 
 // Step 6 (pingpong): one block per SM (at most one per tile).
@@ -1139,6 +1146,7 @@ inline void launch_hopper_gemm(const GemmArgs& g, HopperStep step, Activation ac
     case HopperStep::persistent: launch_with_activation<true, 1, false>(g, act, stream); break;
     case HopperStep::persistent_cluster: launch_with_activation<true, 2, false>(g, act, stream); break;
     case HopperStep::persistent_tma_store: launch_with_activation<true, 1, true>(g, act, stream); break;
+    case HopperStep::balanced: launch_with_activation<true, 1, true>(g, act, stream, true); break;
     case HopperStep::persistent_cluster_tma_store: launch_with_activation<true, 2, true>(g, act, stream); break;
     case HopperStep::streamk: with_activation(act, [&](auto a) { launch_streamk<a.value>(g, stream); }); break;
     case HopperStep::pingpong: launch_pingpong_with_activation<PingpongSquare>(g, act, stream); break;
@@ -1209,7 +1217,8 @@ inline KernelConfig hopper_gemm_config(const GemmShape& s, HopperStep step) {
   cfg.tiles_n = ceil_div(s.n, cfg.block_n);
   cfg.work_units = int64_t(cfg.tiles_m) * cfg.tiles_n;
   cfg.persistent = step != HopperStep::tma_wgmma && step != HopperStep::warp_specialized;
-  const bool tma_store = step == HopperStep::persistent_tma_store || step == HopperStep::persistent_cluster_tma_store;
+  const bool tma_store = step == HopperStep::persistent_tma_store || step == HopperStep::persistent_cluster_tma_store ||
+                         step == HopperStep::balanced;
   const void* kernel = nullptr;
   switch (step) {
     case HopperStep::tma_wgmma:
@@ -1237,6 +1246,10 @@ inline KernelConfig hopper_gemm_config(const GemmShape& s, HopperStep step) {
     case HopperStep::persistent_cluster_tma_store:
       cfg.grid_blocks = warp_specialized_grid<true, 2, true>(s);
       kernel = reinterpret_cast<const void*>(kWsKernel<true, 2, true, Activation::none>);
+      break;
+    case HopperStep::balanced:
+      cfg.grid_blocks = warp_specialized_grid<true, 1, true>(s, true);
+      kernel = reinterpret_cast<const void*>(kWsKernel<true, 1, true, Activation::none>);
       break;
     case HopperStep::streamk: break;   // returned above
     case HopperStep::pingpong: break;  // returned above

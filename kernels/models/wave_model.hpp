@@ -34,4 +34,15 @@ inline WaveResult wave_quantization(const WaveInput& in) {
   return r;
 }
 
+// The fewest blocks of a persistent grid that still take as many waves as
+// `slots` blocks would: ceil(units / waves). Each block then gets the same
+// number of units, give or take one, and slots - blocks SMs stay idle for the
+// whole launch instead of for its last wave (512 tiles on 132 SMs: 4 waves
+// either way, and 128 blocks of 4 tiles instead of 116 of 4 and 16 of 3).
+inline int64_t even_wave_blocks(int64_t units, int64_t slots) {
+  if (units < 1 || slots < 1) return 1;
+  const int64_t waves = (units + slots - 1) / slots;
+  return (units + waves - 1) / waves;
+}
+
 }  // namespace wb

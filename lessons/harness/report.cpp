@@ -120,6 +120,29 @@ std::string stream_k_model_line(int64_t k, const KernelConfig& c) {
   return buf;
 }
 
+namespace {
+// How `tiles` tiles fall on `blocks` persistent blocks: "128 blocks of 4 tiles"
+// or "110 blocks of 7 tiles, 5 of 6".
+std::string tiles_per_block(int64_t tiles, int64_t blocks) {
+  const int64_t most = ceil_div64(tiles, blocks), busy = tiles - (most - 1) * blocks;
+  std::string s = std::to_string(busy) + " blocks of " + std::to_string(most) + (most == 1 ? " tile" : " tiles");
+  if (busy < blocks) s += ", " + std::to_string(blocks - busy) + " of " + std::to_string(most - 1);
+  return s;
+}
+}  // namespace
+
+std::string balanced_grid_model_line(const KernelConfig& c, const GpuInfo& gpu) {
+  const int64_t tiles = c.work_units, blocks = c.grid_blocks;
+  const int64_t slots = int64_t(std::max(1, gpu.sm_count)) * std::max(1, c.blocks_per_sm);
+  if (tiles < 1 || blocks < 1) return "grid: kernel has no tiles";
+  const int64_t full = std::min(tiles, slots);
+  std::string line = "grid: " + std::to_string(tiles) + " tiles on " + std::to_string(blocks) + " blocks, " +
+                     tiles_per_block(tiles, blocks);
+  if (full == blocks) return line + " (one block per SM already takes them evenly)";
+  return line + "; one block per SM (" + std::to_string(full) + "): " + tiles_per_block(tiles, full) + ", " +
+         std::to_string(ceil_div64(tiles, full)) + " waves either way";
+}
+
 std::string gpu_slug(const std::string& gpu_name) {
   std::string s;
   for (char c : gpu_name) {

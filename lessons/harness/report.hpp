@@ -31,6 +31,10 @@ std::string l2_model_line(int64_t m, int64_t n, int64_t k, const KernelConfig& k
 // shared run when the plan shares it (schedule/stream_k.hpp).
 std::string stream_k_model_line(int64_t k, const KernelConfig& kernel);
 
+// Step 9's balanced persistent grid: how the tiles fall on its blocks, and on
+// one block per SM (the same number of waves, unevenly).
+std::string balanced_grid_model_line(const KernelConfig& kernel, const GpuInfo& gpu);
+
 // Lower-case, '-' separated: "NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3".
 std::string gpu_slug(const std::string& gpu_name);
 
