@@ -16,7 +16,9 @@
 //                            the epilogue stages the tile in shared memory and
 //                            TMA writes it out while the next tile starts. The
 //                            fused activation is a template parameter of the
-//                            epilogue.
+//                            epilogue. Step 9 (balanced) is this kernel on a
+//                            grid of ceil(tiles / waves) blocks instead of one
+//                            per SM (warp_specialized_grid).
 //   pingpong_kernel          the same roles, but each consumer computes whole
 //                            128 x 128 tiles and the two take turns: one's
 //                            epilogue runs while the other's wgmmas do.

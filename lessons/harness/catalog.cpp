@@ -36,13 +36,15 @@ const std::vector<LessonInfo>& lesson_catalog() {
        "warpgroup MMA (wgmma) reads operands straight from shared memory; a producer warpgroup loads while "
        "consumer warpgroups compute; a persistent grid walks the tiles in grouped order; the epilogue stages C "
        "in shared memory and stores it with TMA while the next tile starts; ping-pong consumers take turns "
-       "so one's epilogue overlaps the other's math; Stream-K shares a mostly empty last wave along K.",
+       "so one's epilogue overlaps the other's math; Stream-K shares a mostly empty last wave along K; a "
+       "balanced grid gives every block the same number of tiles.",
        "Address generation and copies leave the SM's threads, wgmma runs at Hopper's full tensor rate "
        "(mma.sync does not), the persistent grid overlaps one tile's epilogue with the next tile's loads, "
-       "and Stream-K keeps every SM busy to the end.",
+       "Stream-K keeps every SM busy to the end, and the balanced grid keeps the tiles in flight a whole "
+       "group of the grouped order while the idle SMs leave power to the busy ones.",
        "Each step against cuBLAS, as the median of interleaved rounds; tma_store against the fused "
-       "_gelu and _relu variants for what the epilogue costs; streamk on a shape whose last wave is nearly "
-       "empty (--m 3072 --n 3072 --k 4096).", "Hopper (sm_90a)"},
+       "_gelu and _relu variants for what the epilogue costs; streamk and balanced against tma_store on a "
+       "shape whose last wave is nearly empty (--m 3072 --n 3072 --k 4096).", "Hopper (sm_90a)"},
   };
   return lessons;
 }
