@@ -1,7 +1,9 @@
 // Epilogue activations on fp16 pairs, for kernels that have already rounded
 // their fp32 accumulators to fp16 (as the store must anyway): one half2
-// instruction works on two outputs, and GELU and SiLU need ONE special-function
-// op (tanh.approx.f16x2, sm_75+) per pair instead of two fp32 ones per pair.
+// instruction works on two outputs. GELU and SiLU take one tanh.approx.f16x2
+// (sm_75+) per pair; on H100 that compiles to two special-function ops
+// (MUFU.TANH.F16, one per half, SASS), as many as fp32 would take, so the
+// saving is in the arithmetic around the tanh, not in the tanh itself.
 // The result stays within an fp16 rounding or two of the fp32 formula in
 // schedule/activation.hpp; the lessons check it against fp64 like every variant.
 //

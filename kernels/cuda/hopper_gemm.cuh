@@ -202,6 +202,12 @@ __device__ __forceinline__ void store_tile(const float (&d)[kN / 2], __half* c, 
   }
 }
 
+// Before a block that issued TMA stores exits: its shared memory must stay
+// valid until TMA has READ it. The writes to global memory need not have
+// landed (the end of the kernel makes them visible), so the block leaves as
+// soon as the copy engine holds the data.
+__device__ __forceinline__ void tma_store_exit_wait() { tma_store_wait_read<0>(); }
+
 // Synchronises the 128 threads of one warpgroup (named barrier `id`, 1..15;
 // 0 is __syncthreads), leaving the other warpgroups running.
 __device__ __forceinline__ void warpgroup_barrier(int id) {
@@ -240,9 +246,11 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
 // on the pair (activation_half2.cuh): the two fp32 accumulators are rounded to
 // fp16 once (as the store would round them), then u = sqrt(2/pi) (x +
 // 0.044715 x^3), one tanh.approx.f16x2 and 0.5 x (1 + tanh u) take 5 half2 ops
-// and ONE special-function op per TWO outputs. In fp32 the same took 8 fp32 ops, 2
-// conversions and 2 special-function ops (16 per SM per clock, against 128
-// fp32 multiply-adds), while the tensor cores wait for the epilogue. The result
+// per TWO outputs, where fp32 took 8 fp32 ops and 2 conversions, while the
+// tensor cores wait for the epilogue. The tanh itself is still two
+// special-function ops per pair (SASS: MUFU.TANH.F16 per half; 16 per SM per
+// clock, against 128 fp32 multiply-adds): 128 per consumer thread per tile,
+// and at 2048^3 the largest part of what fusing GELU costs. The result
 // is within an fp16 rounding or two of the fp32 formula; the tests check it
 // against fp64 like every variant.
 template <Activation kAct>
@@ -564,7 +572,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         write_trace(trace, trace_unit, tile, k, t0);
     }
     if constexpr (kTmaStore) {
-      if (threadIdx.x % kWarpgroupThreads == 0) tma_store_wait_all<0>();  // smem stays valid until TMA is done
+      if (threadIdx.x % kWarpgroupThreads == 0) tma_store_exit_wait();  // smem stays valid until TMA has read it
     }
   }
   if constexpr (kCluster > 1) {
@@ -695,7 +703,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       }
       if (trace != nullptr && threadIdx.x % kWarpgroupThreads == 0) write_trace(trace, tile_number(i), tile, k, t0);
     }
-    if (threadIdx.x % kWarpgroupThreads == 0) tma_store_wait_all<0>();  // smem stays valid until TMA is done
+    if (threadIdx.x % kWarpgroupThreads == 0) tma_store_exit_wait();  // smem stays valid until TMA has read it
   }
 #else
   (void)k; (void)tiles_m; (void)tiles_n; (void)trace; (void)c_map;
@@ -849,7 +857,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       if (trace != nullptr && threadIdx.x == kWarpgroupThreads)
         trace_write_record(trace, u.index, tile.m, tile.n, u.k_begin * kBlockK, min_int(u.k_end * kBlockK, k), t0);
     }
-    if (thread == 0) tma_store_wait_all<0>();  // smem stays valid until TMA is done
+    if (thread == 0) tma_store_exit_wait();  // smem stays valid until TMA has read it
   }
 #else
   (void)k; (void)tiles_m; (void)tiles_n; (void)trace; (void)c_map; (void)workspace; (void)epoch;

@@ -252,13 +252,6 @@ __device__ __forceinline__ void tma_store_wait_read() {
 #endif
 }
 
-template <int kPending>
-__device__ __forceinline__ void tma_store_wait_all() {
-#if WB_HOPPER_DEVICE
-  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(kPending) : "memory");
-#endif
-}
-
 // Hints the tensor map into the cache before its first use.
 __device__ __forceinline__ void tma_prefetch_descriptor(const CUtensorMap* map) {
 #if WB_HOPPER_DEVICE
