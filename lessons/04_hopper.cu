@@ -156,13 +156,13 @@
 //   busy SMs share the power budget, so they clock higher (3072 x 3072 x 4096,
 //   96 blocks of 3 tiles: 1.61 -> 1.67 GHz, DRAM reads 97 -> 90 MB, 134.8 ->
 //   128.4 us). Against step 5 in the GPU check (9 rounds, % of cuBLAS): 4096^3
-//   99.9 -> 100.9, 8192^3 102.0 -> 102.6, 3072 x 3072 x 4096 77.1 -> 81.9,
-//   2304 x 4608 x 4096 94.6 -> 97.4; at 2048^3 nothing changes (128 tiles, one
+//   100.1 -> 100.8, 8192^3 102.2 -> 102.6, 3072 x 3072 x 4096 77.0 -> 81.6,
+//   2304 x 4608 x 4096 93.8 -> 97.5; at 2048^3 nothing changes (128 tiles, one
 //   block each either way). Stream-K (step 8) answers the same idle last wave
 //   the other way round: it gives the idle SMs work, and pays with partial sums
 //   and blocks at scattered k. It still wins where the last wave is nearly
-//   empty (3072^2, 18% full: 88.1), but at 2304 x 4608 (45% full) balanced
-//   beats it (Stream-K 96.2). The line under the report shows how the tiles
+//   empty (3072^2, 18% full: 87.6), but at 2304 x 4608 (45% full) balanced
+//   beats it (Stream-K 95.7). The line under the report shows how the tiles
 //   fall on the blocks, and how they would fall on one block per SM.
 //
 // Where the time goes (tma_store at 4096^3, Nsight Compute, H100): the tensor
