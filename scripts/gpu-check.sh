@@ -156,8 +156,8 @@ stage_compare() {
   if have lesson04_hopper; then
     for s in 2048 4096 8192; do
       echo "-- lesson04_hopper targets at ${s}^3"
-      "$bin/lesson04_hopper" --variant tma_store,tma_store_gelu,tma_store_relu,streamk,balanced,balanced_gelu,balanced_relu \
-          --rounds 9 --m $s --n $s --k $s \
+      "$bin/lesson04_hopper" --rounds 9 --m $s --n $s --k $s \
+          --variant tma_store,tma_store_gelu,tma_store_relu,streamk,balanced,balanced_gelu,balanced_relu,cublaslt,cublaslt_gelu \
           --json "$work/results/lesson04_hopper-targets-$s.json" || rc=1
     done
     # Where Stream-K shares the last wave (18% and 45% full), against the balanced grid.

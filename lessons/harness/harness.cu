@@ -432,12 +432,18 @@ void LessonRun::time_all(std::vector<VariantResult>& results, VariantResult& cub
 }
 
 void LessonRun::write_traces(const std::vector<VariantResult>& results) {
+  // A variant without work units (a library call) writes no records: nothing to trace.
+  auto traceable = [](const Selected& s) { return s.skip_reason.empty() && s.config.work_units > 0; };
   int traced = 0;
-  for (const Selected& s : selected_) traced += s.skip_reason.empty() ? 1 : 0;
+  for (const Selected& s : selected_) traced += traceable(s) ? 1 : 0;
   const int per_round = std::max(1, (opt_.reps + opt_.rounds - 1) / opt_.rounds);
   for (size_t i = 0; i < selected_.size(); ++i) {
     if (!selected_[i].skip_reason.empty()) continue;
     const Variant& v = *selected_[i].variant;
+    if (!traceable(selected_[i])) {
+      std::printf("trace: %s is a library call and records no work units; not traced\n", v.name.c_str());
+      continue;
+    }
     const KernelConfig& cfg = selected_[i].config;
     DeviceBuffer<TraceRecord> records(size_t(cfg.work_units));
     // Traced runs are timed like the untimed ones, so the two medians can be compared.
