@@ -156,13 +156,13 @@
 //   busy SMs share the power budget, so they clock higher (3072 x 3072 x 4096,
 //   96 blocks of 3 tiles: 1.61 -> 1.67 GHz, DRAM reads 97 -> 90 MB, 134.8 ->
 //   128.4 us). Against step 5 in the GPU check (9 rounds, % of cuBLAS): 4096^3
-//   100.1 -> 100.8, 8192^3 102.2 -> 102.6, 3072 x 3072 x 4096 77.0 -> 81.6,
-//   2304 x 4608 x 4096 93.8 -> 97.5; at 2048^3 nothing changes (128 tiles, one
-//   block each either way). Stream-K (step 8) answers the same idle last wave
+//   100.1 -> 100.6, 8192^3 102.5 -> 102.5 (+0.4 to +0.6 in two other checks),
+//   3072 x 3072 x 4096 77.4 -> 82.3, 2304 x 4608 x 4096 94.7 -> 99.6; at 2048^3
+//   nothing changes (128 tiles, one block each either way). Stream-K (step 8) answers the same idle last wave
 //   the other way round: it gives the idle SMs work, and pays with partial sums
 //   and blocks at scattered k. It still wins where the last wave is nearly
-//   empty (3072^2, 18% full: 87.6), but at 2304 x 4608 (45% full) balanced
-//   beats it (Stream-K 95.7). The line under the report shows how the tiles
+//   empty (3072^2, 18% full: 88.1), but at 2304 x 4608 (45% full) balanced
+//   beats it (Stream-K 97.1). The line under the report shows how the tiles
 //   fall on the blocks, and how they would fall on one block per SM.
 //
 // Where the time goes (tma_store at 4096^3, Nsight Compute, H100): the tensor
@@ -194,7 +194,7 @@
 //   kernels/cuda/cublaslt_gemm.cuh), timed in the same run. Its GELU executes
 //   the same 131,072 special-function instructions at 2048^3 and costs 3,420
 //   cycles at locked clocks (44,090 -> 47,510), three times the lesson's; in
-//   timed runs 4-5% at 2048^3 and about 2% at 4096^3 and 8192^3.
+//   timed runs 4-6% at 2048^3 and 2-3% at 4096^3 and 8192^3.
 //
 // Preconditions: TMA needs 16-byte row strides (K % 8 == 0 and N % 8 == 0 for
 // fp16). Other shapes run lesson 03's kernel instead; the report's note says so.
