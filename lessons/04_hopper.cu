@@ -158,12 +158,13 @@
 //   128.4 us). Against step 5 in the GPU check (9 rounds, % of cuBLAS): 4096^3
 //   100.1 -> 100.6, 8192^3 102.5 -> 102.5 (+0.4 to +0.6 in two other checks),
 //   3072 x 3072 x 4096 77.4 -> 82.3, 2304 x 4608 x 4096 94.7 -> 99.6; at 2048^3
-//   nothing changes (128 tiles, one block each either way). Stream-K (step 8) answers the same idle last wave
-//   the other way round: it gives the idle SMs work, and pays with partial sums
-//   and blocks at scattered k. It still wins where the last wave is nearly
-//   empty (3072^2, 18% full: 88.1), but at 2304 x 4608 (45% full) balanced
-//   beats it (Stream-K 97.1). The line under the report shows how the tiles
-//   fall on the blocks, and how they would fall on one block per SM.
+//   nothing changes (128 tiles, one block each either way). Stream-K (step 8)
+//   answers the same idle last wave the other way round: it gives the idle SMs
+//   work, and pays with partial sums and blocks at scattered k. It still wins
+//   where the last wave is nearly empty (3072^2, 18% full: 88.1), but at
+//   2304 x 4608 (45% full) balanced beats it (Stream-K 97.1). The line under
+//   the report shows how the tiles fall on the blocks, and how they would fall
+//   on one block per SM.
 //
 // Where the time goes (tma_store at 4096^3, Nsight Compute, H100): the tensor
 // pipe is busy 90% of the launch's cycles and 96% of the cycles an SM is
@@ -172,10 +173,10 @@
 // kernel is bound by the tensor cores, and they run below the 1.98 GHz
 // maximum clock: 1.54 GHz on average during that launch; in a sustained run
 // both it and cuBLAS hold the board at its 700 W power cap, at 1.33-1.46 GHz
-// (nvidia-smi). Tried and not kept, each within run-to-run noise
-// on H100 at 2048-8192^3: L2 eviction hints (evict_first on C's TMA stores,
-// evict_last on A and B's loads); TMA multicast (step 4, tma_store_cluster),
-// which cuts L2 reads by a third where L2 is not the limit.
+// (nvidia-smi). Tried and not kept, each within run-to-run noise on H100 at
+// 2048-8192^3: L2 eviction hints (evict_first on C's TMA stores, evict_last
+// on A and B's loads); TMA multicast (step 4, tma_store_cluster), which cuts
+// L2 reads by a third where L2 is not the limit.
 //
 // What fusing GELU costs, counted (Nsight Compute, clocks locked at base, H100,
 // 2048^3): 131,072 more special-function instructions per launch (128 per
