@@ -1163,20 +1163,28 @@ inline void launch_hopper_gemm(const GemmArgs& g, HopperStep step, Activation ac
   }
 }
 
+// What every lesson 04 kernel reports the same way: its tiles (BLOCK_K = 64)
+// in the grouped order, and one work unit per tile (Stream-K overrides that).
+inline KernelConfig grouped_tile_config(const GemmShape& s, int block_m, int block_n, int threads, int stages,
+                                        int group_m) {
+  KernelConfig cfg;
+  cfg.block_m = block_m;
+  cfg.block_n = block_n;
+  cfg.block_k = kBlockK;
+  cfg.threads = threads;
+  cfg.stages = stages;
+  cfg.order = tile_order_name(TileOrder::grouped);
+  cfg.group_m = group_m;
+  cfg.tiles_m = ceil_div(s.m, block_m);
+  cfg.tiles_n = ceil_div(s.n, block_n);
+  cfg.work_units = int64_t(cfg.tiles_m) * cfg.tiles_n;
+  return cfg;
+}
+
 // Step 6's (pingpong) tile sizes, grid, occupancy and trace units (one per tile).
 template <class Shape>
 inline KernelConfig pingpong_config(const GemmShape& s) {
-  KernelConfig cfg;
-  cfg.block_m = Shape::kTileM;
-  cfg.block_n = Shape::kTileN;
-  cfg.block_k = kBlockK;
-  cfg.threads = kWsThreads;
-  cfg.stages = Shape::kStages;
-  cfg.order = tile_order_name(TileOrder::grouped);
-  cfg.group_m = Shape::kGroup;
-  cfg.tiles_m = ceil_div(s.m, cfg.block_m);
-  cfg.tiles_n = ceil_div(s.n, cfg.block_n);
-  cfg.work_units = int64_t(cfg.tiles_m) * cfg.tiles_n;
+  KernelConfig cfg = grouped_tile_config(s, Shape::kTileM, Shape::kTileN, kWsThreads, Shape::kStages, Shape::kGroup);
   cfg.persistent = true;
   cfg.grid_blocks = pingpong_grid<Shape>(s);
   cfg.smem_bytes = smem_bytes_for<PingpongSmem<Shape>>();
@@ -1189,16 +1197,7 @@ inline KernelConfig pingpong_config(const GemmShape& s) {
 // Step 8's (streamk) tile sizes, grid, occupancy and trace units (one per
 // Stream-K segment and per whole tile).
 inline KernelConfig streamk_config(const GemmShape& s) {
-  KernelConfig cfg;
-  cfg.block_m = kWsBlockM;
-  cfg.block_n = kWsBlockN;
-  cfg.block_k = kBlockK;
-  cfg.threads = kWsThreads;
-  cfg.stages = kWsStages;
-  cfg.order = tile_order_name(TileOrder::grouped);
-  cfg.group_m = kWsGroupM;
-  cfg.tiles_m = ceil_div(s.m, cfg.block_m);
-  cfg.tiles_n = ceil_div(s.n, cfg.block_n);
+  KernelConfig cfg = grouped_tile_config(s, kWsBlockM, kWsBlockN, kWsThreads, kWsStages, kWsGroupM);
   cfg.persistent = true;
   cfg.grid_blocks = streamk_grid(s);
   cfg.work_units = stream_k_units(stream_k_plan(cfg.tiles_m * cfg.tiles_n, ceil_div(s.k, kBlockK), int(cfg.grid_blocks)));
@@ -1212,20 +1211,11 @@ inline KernelConfig streamk_config(const GemmShape& s) {
 // Tile sizes, grid, occupancy and trace units for `step` on shape `s`.
 inline KernelConfig hopper_gemm_config(const GemmShape& s, HopperStep step) {
   if (!tma_shape_ok(s)) return pipelined_gemm_config(s, TileOrder::grouped, kGroupM);
-  KernelConfig cfg;
-  const bool simple = step == HopperStep::tma_wgmma;
   if (step == HopperStep::pingpong) return pingpong_config<PingpongSquare>(s);
   if (step == HopperStep::streamk) return streamk_config(s);
-  cfg.block_m = simple ? kSimpleBlockM : kWsBlockM;
-  cfg.block_n = simple ? kSimpleBlockN : kWsBlockN;
-  cfg.block_k = kBlockK;
-  cfg.threads = simple ? kSimpleThreads : kWsThreads;
-  cfg.stages = simple ? kSimpleStages : kWsStages;
-  cfg.order = tile_order_name(TileOrder::grouped);
-  cfg.group_m = simple ? kGroupM : kWsGroupM;
-  cfg.tiles_m = ceil_div(s.m, cfg.block_m);
-  cfg.tiles_n = ceil_div(s.n, cfg.block_n);
-  cfg.work_units = int64_t(cfg.tiles_m) * cfg.tiles_n;
+  const bool simple = step == HopperStep::tma_wgmma;
+  KernelConfig cfg = simple ? grouped_tile_config(s, kSimpleBlockM, kSimpleBlockN, kSimpleThreads, kSimpleStages, kGroupM)
+                            : grouped_tile_config(s, kWsBlockM, kWsBlockN, kWsThreads, kWsStages, kWsGroupM);
   cfg.persistent = step != HopperStep::tma_wgmma && step != HopperStep::warp_specialized;
   const bool tma_store = step == HopperStep::persistent_tma_store || step == HopperStep::persistent_cluster_tma_store ||
                          step == HopperStep::balanced;
