@@ -84,14 +84,19 @@
 //   shrink to 32 KB, so 6 fit.
 //   Measured on H100: about 96% of cuBLAS at 4096^3, 94-95% at 8192^3 and as
 //   fast as step 5 only at 2048^3 (and faster than step 5 on small shapes,
-//   where 128 x 128 tiles give more blocks work). The likely reason: the
-//   smaller tiles cost more than the idle epilogue they hide. Per 1M
-//   multiply-adds a 128 x 128 tile loads 32 KB of A and B into shared memory
-//   where step 5's 128 x 256 loads 24, and two m64n128 wgmmas read 12 KB of
-//   operands where one m64n256 reads 10. The fused GELU still costs 2-3% on
-//   top, so the overlap does not hide it either. Ping-pong should pay more
-//   when the epilogue is long (bias loads, wide outputs); here step 5 stays the
-//   kernel to use, and step 7 builds on it. (A second way to hide the epilogue,
+//   where 128 x 128 tiles give more blocks work). Yet it takes FEWER cycles:
+//   Nsight Compute on one launch at 4096^3 counts 280k cycles against step
+//   9's 286k (279k against 285k with the clocks locked at base). What it
+//   loses is clock: 1.51 GHz during the launch against 1.59 GHz. The smaller
+//   tiles do more work per multiply-add (40.1M instructions against 28.2M;
+//   per 1M multiply-adds a 128 x 128 tile loads 32 KB of A and B into shared
+//   memory where a 128 x 256 one loads 24, and two m64n128 wgmmas read 12 KB
+//   of operands where one m64n256 reads 10), which points at power: the
+//   board lowers the clock to stay under its cap. And it does not hide a
+//   fused GELU (pingpong_gelu): 1,100-1,600 more cycles per 2048^3 launch,
+//   as in step 9, where nothing overlaps the epilogue (see "What fusing GELU
+//   costs" below).
+//   Here step 5 stays the kernel to use, and step 7 builds on it. (A second way to hide the epilogue,
 //   not kept: step 5's tiles with the last k step split into two column halves,
 //   each half stored under the other's wgmmas and the right half under the next
 //   tile's first k step. On H100 it ran within 1% of step 5 at 2048-8192^3,
@@ -193,7 +198,13 @@
 // under the tensor cores: storing the left half of the tile while the right
 // half's last two k tiles of wgmmas run (the SASS showed the overlap) made it
 // 1,540 cycles, and ping-pong consumers (step 6), where one consumer's
-// epilogue runs during the other's mainloop, lose as much to GELU as step 5.
+// epilogue runs during the other's mainloop, lose as many cycles to GELU as
+// step 9 (1,330 against 1,150 per 2048^3 launch, 5,250 against 5,170 at
+// 4096^3; as much again with GELU in fp32, which puts no half2 op on the
+// MMA pipe). So it behaves as a cost in the SM's throughput, not as an idle
+// wait that overlapping could fill: the epilogue issued beside the other
+// consumer's wgmmas seems to slow them by about what it would have cost
+// alone.
 // At the boost clocks of the timed runs it is about 1% at 4096^3 and 8192^3
 // and 2-2.5% at 2048^3.
 // The unit has no faster form: a loop of nothing but special functions on
@@ -229,7 +240,7 @@
 //        lesson04_hopper --m 8192 --n 8192 --k 8192
 //        lesson04_hopper --m 3072 --n 3072 --k 4096 --variant tma_store,streamk,balanced   (a last wave 18% full)
 //        lesson04_hopper --m 127 --n 257 --k 136         (tails; N % 8 != 0: lesson 03 fallback)
-// Look:  each step's TFLOP/s and % of cuBLAS; tma_store against pingpong and against its _gelu and _relu;
+// Look:  each step's TFLOP/s and % of cuBLAS; tma_store against pingpong, and each against its _gelu;
 //        streamk against tma_store where the waves line under the report says the last wave is shared;
 //        balanced against tma_store, and its grid line; balanced_gelu against cublaslt_gelu.
 
@@ -313,6 +324,8 @@ std::vector<Variant> variants() {
                      "tma_store, but each consumer owns whole 128x128 tiles and they take turns: one's epilogue runs "
                      "during the other's wgmmas",
                      HopperStep::pingpong, Activation::none),
+      hopper_variant("pingpong_gelu", "pingpong + GELU (tanh) fused into the epilogue", HopperStep::pingpong,
+                     Activation::gelu),
       hopper_variant("tma_store_gelu", "tma_store + GELU (tanh) fused into the epilogue",
                      HopperStep::persistent_tma_store, Activation::gelu),
       hopper_variant("tma_store_relu", "tma_store + ReLU fused into the epilogue", HopperStep::persistent_tma_store,
