@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "cuda/activation_half2.cuh"
+#include "no_device.hpp"
 
 namespace {
 
@@ -55,13 +56,7 @@ void launch(Form form, const __half2* in, __half2* out, int pairs) {
   evaluate<A><<<(pairs + 255) / 256, 256>>>(form, in, out, pairs);
 }
 
-std::string no_device_reason() {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(err);
-  if (count == 0) return "no CUDA device";
-  return "";
-}
+using wb::testing::no_device_reason;
 
 float half_bits_to_float(uint16_t b) {
   __half h;

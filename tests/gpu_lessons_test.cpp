@@ -14,6 +14,7 @@
 #include <string>
 
 #include "run_binary.hpp"
+#include "no_device.hpp"
 #include <tuple>
 #include <vector>
 
@@ -26,13 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace wb;
 
-std::string no_device_reason() {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(err);
-  if (count == 0) return "no CUDA device";
-  return "";
-}
+using wb::testing::no_device_reason;
 
 bool built(const std::string& lesson) { return fs::exists(std::string(WORKBOOK_BIN_DIR) + "/" + lesson); }
 
