@@ -191,32 +191,36 @@
 // L2 reads by a third where L2 is not the limit.
 //
 // What fusing GELU costs, counted (Nsight Compute, clocks locked at base, H100,
-// 2048^3): 131,072 more special-function instructions per launch (128 per
-// consumer thread per tile: the tanh of every output), and 1,150 more cycles
-// per launch on a 43,300-cycle kernel, 2.7%; at 4096^3 1,280 cycles per tile,
-// 1.8%. That is the special-function unit's throughput, and it does not hide
-// under the tensor cores: storing the left half of the tile while the right
-// half's last two k tiles of wgmmas run (the SASS showed the overlap) made it
-// 1,540 cycles, and ping-pong consumers (step 6), where one consumer's
-// epilogue runs during the other's mainloop, lose as many cycles to GELU as
-// step 9 (1,330 against 1,150 per 2048^3 launch, 5,250 against 5,170 at
-// 4096^3; as much again with GELU in fp32, which puts no half2 op on the
-// MMA pipe). So it behaves as a cost in the SM's throughput, not as an idle
-// wait that overlapping could fill: the epilogue issued beside the other
-// consumer's wgmmas seems to slow them by about what it would have cost
-// alone.
-// At the boost clocks of the timed runs it is about 1% at 4096^3 and 8192^3
-// and 2-2.5% at 2048^3.
-// The unit has no faster form: a loop of nothing but special functions on
-// H100 runs tanh.approx.f16x2, .bf16x2 and .f32 and ex2.approx.f16x2 and
-// .bf16x2 all at 16 results per SM per clock, one op per output. Two more
-// ways round it, measured the same way (extra cycles per tile for GELU at
-// 2048^3 / 4096^3; the kept form 1,250 / 1,270 in that run), and not kept:
+// 2048^3): 1,150-1,330 more cycles per launch on a kernel of about 44,000,
+// 2.6-3%; at 4096^3 about 1,270 cycles per tile, 1.8%. Per pair of outputs
+// GELU adds 8 warp instructions (3 HMUL2, 2 HFMA2, the two MUFU.TANH.F16 of
+// tanh.approx.f16x2 and a PRMT that packs their halves): 524,288 per launch,
+// 1,024 per warp scheduler per tile, each scheduler issuing for its two
+// consumer warps at most one instruction per clock. Sampling the warps'
+// stalls in the epilogue finds them issuing or waiting on short dependencies,
+// and rarely on the special-function unit being busy (6 of 263 samples).
+// Nor does the cost hide under the tensor cores: storing the left half of the
+// tile while the right half's last two k tiles of wgmmas run (the SASS showed
+// the overlap) made it 1,540 cycles, and ping-pong consumers (step 6), where
+// one consumer's epilogue runs during the other's mainloop, lose as many
+// cycles to GELU as step 9 (1,330 against 1,150 per 2048^3 launch, 5,250
+// against 5,170 at 4096^3; as much again with GELU in fp32, which puts no
+// half2 op on the MMA pipe). So it behaves as a cost in the SM's throughput,
+// not as an idle wait that overlapping could fill: the epilogue issued beside
+// the other consumer's wgmmas seems to slow them by about what it would have
+// cost alone. At the boost clocks of the timed runs it is about 1% at 4096^3
+// and 8192^3 and 2-2.5% at 2048^3.
+// There is no faster special function: a loop of nothing but special
+// functions on H100 runs tanh.approx.f16x2, .bf16x2 and .f32 and
+// ex2.approx.f16x2 and .bf16x2 all at 16 results per SM per clock, one op per
+// output. Two more ways round it, measured the same way (extra cycles per tile
+// for GELU at 2048^3 / 4096^3; the kept form 1,250 / 1,270 in that run), and
+// not kept:
 // - GELU without tanh, on the FMA pipe: h(x) = 1/2 + x q(x^2), q a degree-6
 //   polynomial fitted on |x| <= 3.5 and clamped past it (as accurate as the
-//   tanh form), 9 fp32 ops per output. For every output 2,640 / 2,040; for
-//   half the pairs 2,430 / 1,770; for a quarter 1,210 / 1,370. The pipe that
-//   would take the work is busy issuing the rest of the epilogue.
+//   tanh form), 9 fp32 ops per output, 21 instructions per pair against 8.
+//   For every output 2,640 / 2,040; for half the pairs 2,430 / 1,770; for a
+//   quarter 1,210 / 1,370.
 // - Staggered consumers: consumer 1 starts its first tile 1-3 k tiles after
 //   consumer 0, so that consumer 0's epilogue could run under consumer 1's
 //   last wgmmas. 1,150-1,230 against 1,330 in the same run, and no gain in

@@ -225,9 +225,9 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
 // 0.044715 x^3), one tanh.approx.f16x2 and 0.5 x (1 + tanh u) take 5 half2 ops
 // per TWO outputs, where fp32 took 8 fp32 ops and 2 conversions, while the
 // tensor cores wait for the epilogue. The tanh itself is still two
-// special-function ops per pair (SASS: MUFU.TANH.F16 per half; 16 per SM per
-// clock, against 128 fp32 multiply-adds): 128 per consumer thread per tile,
-// and at 2048^3 the largest part of what fusing GELU costs. Its accuracy is
+// special-function ops per pair (SASS: MUFU.TANH.F16 per half) and a PRMT to
+// pack them: 8 instructions per pair in all, which is what fusing GELU costs
+// (lesson 04's header counts them). Its accuracy is
 // in activation_half2.cuh (within 1.5 fp16 ulps, or 1.2e-3 where x < 0 and
 // the result is tiny); the lessons check it against fp64 like every variant.
 template <Activation kAct>
