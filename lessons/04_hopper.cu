@@ -113,14 +113,16 @@
 //   3% on H100, and with tanh.approx.f16x2 on pairs but the rest in fp32,
 //   about 2%. Rounding the pair to fp16 first (as the store does anyway) and
 //   evaluating GELU in half2 arithmetic, 5 half2 ops and one tanh.approx.f16x2
-//   per pair: about 1% at 4096^3 and 8192^3, but 2-2.5% at 2048^3 (0-4% run to
-//   run), where each SM has one tile and nothing to overlap its epilogue with.
-//   What is left is the tanh: the SASS shows tanh.approx.f16x2 as two
-//   MUFU.TANH.F16, one per half, so the special-function unit still does one
-//   op per output, 128 per consumer thread per tile. The result is within
-//   1.5 fp16 ulps of the exact GELU, or within 1.2e-3 where x < 0 and the
-//   result is tiny (1 + tanh cancels; tests/activation_gpu_test.cu checks
-//   every fp16 input), and checked against fp64 like every variant.
+//   per pair: about 1% at 4096^3 and 8192^3, but 2-2.5% at 2048^3 (1-3% run to
+//   run): the cost comes once per tile, and a tile at K = 2048 holds half the
+//   multiply-adds of one at 4096. What is left is 8 instructions per pair:
+//   the 5 half2 ops, the two MUFU.TANH.F16 that the SASS shows for one
+//   tanh.approx.f16x2 (one per half: the special-function unit still does
+//   one op per output) and a PRMT that packs them ("What fusing GELU costs",
+//   below, counts them). The result is within 1.5 fp16 ulps of the exact
+//   GELU, or within 1.2e-3 where x < 0 and the result is tiny (1 + tanh
+//   cancels; tests/activation_gpu_test.cu checks every fp16 input), and
+//   checked against fp64 like every variant.
 //
 // Step 8  streamk: Stream-K for a last wave that is mostly empty.
 //   A persistent grid of 132 blocks takes 128 x 256 tiles 132 at a time. At
