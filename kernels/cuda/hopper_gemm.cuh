@@ -227,9 +227,9 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
 // tensor cores wait for the epilogue. The tanh itself is still two
 // special-function ops per pair (SASS: MUFU.TANH.F16 per half) and a PRMT to
 // pack them: 8 instructions per pair in all, which is what fusing GELU costs
-// (lesson 04's header counts them). Its accuracy is
-// in activation_half2.cuh (within 1.5 fp16 ulps, or 1.2e-3 where x < 0 and
-// the result is tiny); the lessons check it against fp64 like every variant.
+// (lesson 04's header counts them). Its accuracy is in activation_half2.cuh
+// (within 1.5 fp16 ulps, or 1.2e-3 where x < 0 and the result is tiny); the
+// lessons check it against fp64 like every variant.
 template <Activation kAct>
 __device__ __forceinline__ uint32_t pack_activation(float lo, float hi) {
   if constexpr (kAct == Activation::gelu) return activation_half2_bits<kAct>(pack_half2(lo, hi));
