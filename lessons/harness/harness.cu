@@ -536,6 +536,7 @@ int LessonRun::run() {
   std::printf("times: median of %d runs per variant (%d interleaved rounds with cuBLAS, L2 flushed and output "
               "poisoned before each); %% cuBLAS = median over rounds of cuBLAS time / variant time\n",
               res.timing.reps_per_round * opt_.rounds, opt_.rounds);
+  if (const std::string fused = fused_epilogue_lines(res); !fused.empty()) std::printf("\n%s", fused.c_str());
 
   bool any_model = false;
   for (size_t i = 0; i < selected_.size(); ++i) {

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
 #include "models/l2_model.hpp"
 #include "models/wave_model.hpp"
+#include "schedule/activation.hpp"
 #include "schedule/stream_k.hpp"
 #include "schedule/tile_order.hpp"
 
@@ -44,6 +46,40 @@ std::string format_report(const Results& r) {
   return out;
 }
 
+std::string fused_epilogue_lines(const Results& r) {
+  auto find = [&](const std::string& name) -> const VariantResult* {
+    for (const VariantResult& v : r.variants)
+      if (v.name == name && !v.reference && !v.skipped && v.vs_cublas > 0) return &v;
+    return nullptr;
+  };
+  std::string out;
+  char buf[256];
+  for (const VariantResult& v : r.variants) {
+    if (v.reference || v.skipped || v.vs_cublas <= 0) continue;
+    // The longest activation suffix first: "_leaky_relu" before "_relu".
+    for (const Activation act : {Activation::leaky_relu, Activation::relu, Activation::gelu, Activation::silu}) {
+      const std::string suffix = std::string("_") + activation_name(act);
+      if (v.name.size() <= suffix.size() || v.name.compare(v.name.size() - suffix.size(), suffix.size(), suffix) != 0)
+        continue;
+      const std::string base_name = v.name.substr(0, v.name.size() - suffix.size());
+      if (const VariantResult* base = find(base_name)) {
+        const double cost = 1.0 - v.vs_cublas / base->vs_cublas;
+        char how[64];
+        if (std::fabs(cost) < 0.0005)
+          std::snprintf(how, sizeof how, "  as fast as");
+        else
+          std::snprintf(how, sizeof how, "%5.1f%% %s than", 100.0 * std::fabs(cost), cost > 0 ? "slower" : "faster");
+        std::snprintf(buf, sizeof buf, "  %-22s %s %s (%.1f%% -> %.1f%% of cuBLAS)\n", v.name.c_str(), how,
+                      base_name.c_str(), 100.0 * base->vs_cublas, 100.0 * v.vs_cublas);
+        out += buf;
+      }
+      break;
+    }
+  }
+  if (out.empty()) return out;
+  return "fused activations, against the same kernel without (both paired with cuBLAS round by round):\n" + out;
+}
+
 std::vector<std::string> recorded_results_files(const std::string& assets, const std::string& lesson_id) {
   std::vector<std::string> files;
   std::error_code ec;
@@ -68,7 +104,8 @@ std::string format_recorded_results(const std::string& assets, const std::string
       out += "  " + describe_gpu(r.header) + "\n";
       out += "  shape " + std::to_string(r.header.m) + " x " + std::to_string(r.header.n) + " x " +
              std::to_string(r.header.k) + ", " + r.header.dtype + "\n\n";
-      out += format_report(r) + "\n";
+      out += format_report(r);
+      out += fused_epilogue_lines(r) + "\n";
     } catch (const RecordError& e) {
       out += std::string("  (unreadable recorded results: ") + e.what() + ")\n";
     }

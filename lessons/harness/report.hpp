@@ -15,6 +15,12 @@ std::string describe_gpu(const RunHeader& h);
 // variant | ms | TFLOP/s | GB/s | % of cuBLAS | rel. err | max abs err | check
 std::string format_report(const Results& r);
 
+// What each fused activation costs: for every variant <base>_<activation>
+// (relu, leaky_relu, gelu, silu) whose <base> ran too, how much lower its % of
+// cuBLAS is, relative to <base>'s. Both are medians over rounds paired with
+// cuBLAS, so drift between the two runs cancels. "" when there is none.
+std::string fused_epilogue_lines(const Results& r);
+
 // assets/results/<gpu>/<lesson>.json files, sorted by GPU folder.
 std::vector<std::string> recorded_results_files(const std::string& assets, const std::string& lesson_id);
 
