@@ -93,14 +93,15 @@
 //   memory where a 128 x 256 one loads 24, and two m64n128 wgmmas read 12 KB
 //   of operands where one m64n256 reads 10), which points at power: the
 //   board lowers the clock to stay under its cap. Nor does it hide a fused
-//   GELU (pingpong_gelu): with the clocks locked, 1,330 more cycles per
-//   2048^3 launch against 1,150 for step 9, where nothing overlaps the
-//   epilogue (see "What fusing GELU costs" below). Here step 5 stays the
-//   kernel to use, and step 7 builds on it. (A second way to hide the epilogue,
-//   not kept: step 5's tiles with the last k step split into two column halves,
-//   each half stored under the other's wgmmas and the right half under the next
-//   tile's first k step. On H100 it ran within 1% of step 5 at 2048-8192^3,
-//   and its fused GELU no longer fit the registers beside two accumulators.)
+//   GELU (pingpong_gelu): with the clocks locked and the tanh form on every
+//   pair, 1,330 more cycles per 2048^3 launch against 1,150 for step 9,
+//   where nothing overlaps the epilogue (see "What fusing GELU costs"
+//   below). Here step 5 stays the kernel to use, and step 7 builds on it.
+//   (A second way to hide the epilogue, not kept: step 5's tiles with the
+//   last k step split into two column halves, each half stored under the
+//   other's wgmmas and the right half under the next tile's first k step. On
+//   H100 it ran within 1% of step 5 at 2048-8192^3, and its fused GELU no
+//   longer fit the registers beside two accumulators.)
 //
 // Step 7  tma_store_gelu, tma_store_relu: step 5's kernel (the fastest) with the
 //   activation fused into the epilogue (a template parameter, so `none` costs
@@ -115,14 +116,18 @@
 //   evaluating GELU in half2 arithmetic, 5 half2 ops and one tanh.approx.f16x2
 //   per pair: about 1% at 4096^3 and 8192^3, but 2-2.5% at 2048^3 (1-3% run to
 //   run): the cost comes once per tile, and a tile at K = 2048 holds half the
-//   multiply-adds of one at 4096. What is left is 8 instructions per pair:
-//   the 5 half2 ops, the two MUFU.TANH.F16 that the SASS shows for one
-//   tanh.approx.f16x2 (one per half: the special-function unit still does
-//   one op per output) and a PRMT that packs them ("What fusing GELU costs",
-//   below, counts them). The result is within 1.5 fp16 ulps of the exact
-//   GELU, or within 1.2e-3 where x < 0 and the result is tiny (1 + tanh
-//   cancels; tests/activation_gpu_test.cu checks every fp16 input), and
-//   checked against fp64 like every variant.
+//   multiply-adds of one at 4096. What is left waits on the special-function
+//   unit: the two MUFU.TANH.F16 that the SASS shows for one tanh.approx.f16x2
+//   (one per half: that unit still does one op per output) take 16 of its
+//   cycles per warp instruction, while the 5 half2 ops take 10 of the FMA
+//   pipe's. So a quarter of the pairs take a GELU with no tanh at all, a
+//   polynomial on the FMA pipe (gelu_poly_half2), which evens the two pipes
+//   out: about 20% fewer cycles ("What fusing GELU costs", below). The tanh
+//   form is within 1.5 fp16 ulps of the exact GELU, or within 1.2e-3 where
+//   x < 0 and the result is tiny (1 + tanh cancels); the polynomial within
+//   9.2e-4 there and 2.5 ulps for small x > 0 (tests/activation_gpu_test.cu
+//   checks both on every fp16 input). The GEMM is checked against fp64 like
+//   every variant.
 //
 // Step 8  streamk: Stream-K for a last wave that is mostly empty.
 //   A persistent grid of 132 blocks takes 128 x 256 tiles 132 at a time. At
@@ -193,36 +198,42 @@
 // L2 reads by a third where L2 is not the limit.
 //
 // What fusing GELU costs, counted (Nsight Compute, clocks locked at base, H100,
-// 2048^3): 1,150-1,330 more cycles per launch on a kernel of about 44,000,
-// 2.6-3%; at 4096^3 about 1,270 cycles per tile, 1.8%. Per pair of outputs
-// GELU adds 8 warp instructions (3 HMUL2, 2 HFMA2, the two MUFU.TANH.F16 of
-// tanh.approx.f16x2 and a PRMT that packs their halves): 524,288 per launch,
-// 1,024 per warp scheduler per tile, each scheduler issuing for its two
-// consumer warps at most one instruction per clock. Sampling the warps'
-// stalls in the epilogue finds them issuing or waiting on short dependencies,
-// and rarely on the special-function unit being busy (6 of 263 samples).
+// 2048^3, one tile per block). With the tanh form on every pair: 1,110-1,330
+// more cycles per launch on a kernel of about 44,000, 2.5-3%; at 4096^3 about
+// 1,300 per tile. Per pair of outputs GELU adds 8 warp instructions (3 HMUL2,
+// 2 HFMA2, the two MUFU.TANH.F16 of tanh.approx.f16x2, a PRMT), 1,024 issue
+// slots per warp scheduler per tile, but issue is not what it waits on. A
+// loop of nothing but one kind of instruction (4 warps per scheduler) takes,
+// per warp instruction per scheduler: tanh.approx.f16x2 16 cycles (16 results
+// per SM per clock, as for tanh.approx.f32 and ex2.approx.f16x2 and .bf16x2:
+// there is no faster special function), HFMA2 2 (half rate on the FMA pipe),
+// HMNMX2 1, FFMA about 1. Per tile that is 2,048 cycles of the special-function
+// unit per scheduler against 1,280 of the FMA pipe, part of it hidden under
+// the stores. Taking pieces out of the epilogue agrees (extra cycles per
+// 2048^3 launch, wrong results, timing only): the tanh alone, 3 instructions
+// per pair, 860-1,050; GELU with its tanh replaced by a min, 6 instructions
+// and no special function, 380-600.
+// Hence the split in step 7: gelu_poly_half2 computes x/2 + |x| r(s), r a
+// degree-6 polynomial in s = min(|x|, 4)/2 - 1 (scripts/fit-gelu-poly.py fits
+// it), 9 FMA-pipe ops and a min, 18 cycles of the FMA pipe per warp
+// instruction and none of the special-function unit. On a quarter of the
+// pairs the two pipes even out at about 12 cycles instead of 16. Measured the
+// same way, median of 7 launches each: 1,201 -> 955 extra cycles at 2048^3,
+// 5,312 -> 4,217 at 4096^3 (a share of 1/8 or 3/8: within 5% of that); on
+// every pair the polynomial costs 1,700 at 2048^3, its FMA pipe then the limit.
 // Nor does the cost hide under the tensor cores: storing the left half of the
 // tile while the right half's last two k tiles of wgmmas run (the SASS showed
 // the overlap) made it 1,540 cycles, and ping-pong consumers (step 6), where
 // one consumer's epilogue runs during the other's mainloop, lose as many
 // cycles to GELU as step 9 (1,330 against 1,150 per 2048^3 launch, 5,250
-// against 5,170 at 4096^3; as much again with GELU in fp32, which puts no
-// half2 op on the MMA pipe). So it behaves as a cost in the SM's throughput,
-// not as an idle wait that overlapping could fill: the epilogue issued beside
-// the other consumer's wgmmas seems to slow them by about what it would have
-// cost alone. At the boost clocks of the timed runs it is about 1% at 4096^3
-// and 8192^3 and 2-2.5% at 2048^3.
-// There is no faster special function: a loop of nothing but special
-// functions on H100 runs tanh.approx.f16x2, .bf16x2 and .f32 and
-// ex2.approx.f16x2 and .bf16x2 all at 16 results per SM per clock, one op per
-// output. Two more ways round it, measured the same way (extra cycles per tile
-// for GELU at 2048^3 / 4096^3; the kept form 1,250 / 1,270 in that run), and
-// not kept:
-// - GELU without tanh, on the FMA pipe: h(x) = 1/2 + x q(x^2), q a degree-6
-//   polynomial fitted on |x| <= 3.5 and clamped past it (as accurate as the
-//   tanh form), 9 fp32 ops per output, 21 instructions per pair against 8.
-//   For every output 2,640 / 2,040; for half the pairs 2,430 / 1,770; for a
-//   quarter 1,210 / 1,370.
+// against 5,170 at 4096^3, tanh form; as much again with GELU in fp32). The
+// epilogue issued beside the other consumer's wgmmas seems to slow them by
+// about what it would have cost alone. Two more ways round it, measured the
+// same way and not kept (extra cycles per tile at 2048^3 / 4096^3; the tanh
+// form 1,250 / 1,270 in that run):
+// - The polynomial in fp32 instead: h(x) = 1/2 + x q(x^2), 9 fp32 ops per
+//   output, 21 instructions per pair. For every output 2,640 / 2,040; for
+//   half the pairs 2,430 / 1,770; for a quarter 1,210 / 1,370.
 // - Staggered consumers: consumer 1 starts its first tile 1-3 k tiles after
 //   consumer 0, so that consumer 0's epilogue could run under consumer 1's
 //   last wgmmas. 1,150-1,230 against 1,330 in the same run, and no gain in
@@ -234,7 +245,7 @@
 //   cublasLtMatmul with its own fused GELU epilogue (CUBLASLT_EPILOGUE_GELU;
 //   kernels/cuda/cublaslt_gemm.cuh), timed in the same run. Its GELU executes
 //   the same 131,072 special-function instructions at 2048^3 and costs 3,420
-//   cycles at locked clocks (44,090 -> 47,510), three times the lesson's; in
+//   cycles at locked clocks (44,090 -> 47,510), three to four times the lesson's; in
 //   timed runs 4-6% at 2048^3 and 2-3% at 4096^3 and 8192^3.
 //
 // Preconditions: TMA needs 16-byte row strides (K % 8 == 0 and N % 8 == 0 for

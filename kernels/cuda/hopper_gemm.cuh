@@ -225,16 +225,30 @@ __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
 // 0.044715 x^3), one tanh.approx.f16x2 and 0.5 x (1 + tanh u) take 5 half2 ops
 // per TWO outputs, where fp32 took 8 fp32 ops and 2 conversions, while the
 // tensor cores wait for the epilogue. The tanh itself is still two
-// special-function ops per pair (SASS: MUFU.TANH.F16 per half) and a PRMT to
-// pack them: 8 instructions per pair in all, which is what fusing GELU costs
-// (lesson 04's header counts them). Its accuracy is in activation_half2.cuh
-// (within 1.5 fp16 ulps, or 1.2e-3 where x < 0 and the result is tiny); the
-// lessons check it against fp64 like every variant.
+// special-function ops per pair (SASS: MUFU.TANH.F16 per half), and that unit,
+// not the arithmetic, is what fusing GELU waits on (see below, and lesson 04's
+// header). Its accuracy is in activation_half2.cuh (within 1.5 fp16 ulps, or
+// 1.2e-3 where x < 0 and the result is tiny); the lessons check it against
+// fp64 like every variant.
 template <Activation kAct>
 __device__ __forceinline__ uint32_t pack_activation(float lo, float hi) {
   if constexpr (kAct == Activation::gelu) return activation_half2_bits<kAct>(pack_half2(lo, hi));
   return pack_half2(epilogue_activation<kAct>(lo), epilogue_activation<kAct>(hi));
 }
+
+// GELU's pairs are shared between two forms. The tanh form is bound by the
+// special-function unit: per warp instruction over 32 pairs, 16 cycles of it
+// per scheduler (two MUFU.TANH.F16 at 8 each), 10 of the FMA pipe (5 half2
+// ops at 2 each, HFMA2 being half rate there), 8 issue slots. The polynomial
+// form (gelu_poly_half2) needs no special function but 9 FMA-pipe ops, 18
+// cycles. Giving it a share f of the pairs balances the two pipes where
+// 16 (1 - f) = 10 (1 - f) + 18 f, at f = 1/4: about 12 cycles per warp
+// instruction instead of 16. The slices j % 8 < 2 of each 64 x 128 half (4 of
+// its 16 eight-column slices) take it. Measured (Nsight Compute, clocks locked
+// at base, median of 7 launches, H100): GELU's extra cycles per launch 1,201
+// -> 955 at 2048^3 and 5,312 -> 4,217 at 4096^3, both about 20% fewer; a
+// share of 1/8 or 3/8 measured within 5% of that.
+constexpr int kGeluPolySlicesOf8 = 2;
 
 // Steps 5 and 7: the same stores, but through shared memory and TMA. The
 // warpgroup writes 64 x 128 of its accumulator (activation applied, fp16) into
@@ -260,7 +274,15 @@ __device__ __forceinline__ void store_64x128_via_smem(const float (&d)[64], __ha
   const bool leader = threadIdx.x % kWarpgroupThreads == 0;
   const uint32_t base = smem_u32(staging);
   // Slice j's fp16 pair in rows `row` (upper = 0) and `row + 8`, activation applied.
-  auto pack = [&](int j, int upper) { return pack_activation<kAct>(d[4 * j + 2 * upper], d[4 * j + 2 * upper + 1]); };
+  auto pack = [&](int j, int upper) {
+    if constexpr (kAct == Activation::gelu) {
+      if (j % 8 < kGeluPolySlicesOf8) {
+        const __half2 y = gelu_poly_half2(__floats2half2_rn(d[4 * j + 2 * upper], d[4 * j + 2 * upper + 1]));
+        return *reinterpret_cast<const uint32_t*>(&y);
+      }
+    }
+    return pack_activation<kAct>(d[4 * j + 2 * upper], d[4 * j + 2 * upper + 1]);
+  };
   uint32_t packed[kSlices][2];
 #pragma unroll
   for (int j = 0; j < kSlices; ++j) {
