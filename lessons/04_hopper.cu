@@ -123,8 +123,11 @@
 //   pipe's. So a quarter of the pairs take a GELU with no tanh at all, a
 //   polynomial on the FMA pipe (gelu_poly_half2), which evens the two pipes
 //   out: about 20% fewer cycles ("What fusing GELU costs", below; timed at
-//   2048^3, five runs of each alternating on H100: 0.3-0.6% against
-//   0.6-1.9% for the tanh form on every pair). The tanh form is within 1.5
+//   2048^3, 45 shuffled rounds, five runs of each alternating on H100:
+//   0.5-2.0% against 1.2-2.5% for the tanh form on every pair). That leaves
+//   GELU at about 1.5% at 2048^3 (32 such figures: 0.3-3.2%, 7 of them at 2%
+//   or more; 2.2% of the cycles with the clocks locked): under 2% at 4096^3
+//   and 8192^3, but only on average at 2048^3. The tanh form is within 1.5
 //   fp16 ulps of the exact GELU, or within 1.2e-3 where x < 0 and the result
 //   is tiny (1 + tanh cancels); the polynomial within 9.2e-4 there and 2.5
 //   ulps for small x > 0 (tests/activation_gpu_test.cu checks both on every

@@ -397,9 +397,9 @@ void LessonRun::time_all(std::vector<VariantResult>& results, VariantResult& cub
   // Each round takes the variants in a new random order. In a fixed order each
   // variant always follows the same neighbours, and what they leave behind
   // (the board's clock, most likely) biases it the same way every round: at
-  // 2048^3 on H100, 45 rounds in a fixed order put balanced_gelu 4.1% behind
-  // balanced with one list of variants and 2.1% AHEAD of it with another,
-  // though it does strictly more work; shuffled, both lists gave 1.7-2.6%.
+  // 2048^3 on H100, 45 rounds in a fixed order put balanced_gelu 4.0-4.4%
+  // behind balanced with one list of variants and 1.5-2.1% AHEAD of it with
+  // another, though it does strictly more work; shuffled, both gave 1.0-2.6%.
   std::vector<size_t> order(selected_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::mt19937_64 shuffler(opt_.seed ^ 0x5DEECE66Dull);
