@@ -211,9 +211,12 @@
 // per warp instruction per scheduler: tanh.approx.f16x2 16 cycles (16 results
 // per SM per clock, as for tanh.approx.f32 and ex2.approx.f16x2 and .bf16x2:
 // there is no faster special function), HFMA2 2 (half rate on the FMA pipe),
-// HMNMX2 1, FFMA about 1. Per tile that is 2,048 cycles of the special-function
-// unit per scheduler against 1,280 of the FMA pipe, part of it hidden under
-// the stores. Taking pieces out of the epilogue agrees (extra cycles per
+// HMNMX2 1, FFMA about 1. (In a kernel with no wgmma, ptxas issues about half
+// of the HFMA2 to the MMA pipe instead, as HFMA2.MMA; with one wgmma anywhere
+// in the kernel, none: so says the SASS of probe kernels that differ only in
+// that. setmaxnreg, launch bounds and register pressure change nothing.) Per
+// tile that is 2,048 cycles of the special-function unit per scheduler
+// against 1,280 of the FMA pipe, part of it hidden under the stores. Taking pieces out of the epilogue agrees (extra cycles per
 // 2048^3 launch, wrong results, timing only): the tanh alone, 3 instructions
 // per pair, 860-1,050; GELU with its tanh replaced by a min, 6 instructions
 // and no special function, 380-600.
@@ -227,7 +230,9 @@
 // every pair the polynomial costs 1,700 at 2048^3, its FMA pipe then the limit.
 // Nor does the cost hide under the tensor cores: storing the left half of the
 // tile while the right half's last two k tiles of wgmmas run (the SASS showed
-// the overlap) made it 1,540 cycles, and ping-pong consumers (step 6), where
+// the overlap) made it 1,540 cycles (again later, with the split: one, two or
+// three k tiles deferred, 1,310-1,490 against 1,070 in the same run, and
+// `balanced` itself no faster), and ping-pong consumers (step 6), where
 // one consumer's epilogue runs during the other's mainloop, lose as many
 // cycles to GELU as step 9 (1,330 against 1,150 per 2048^3 launch, 5,250
 // against 5,170 at 4096^3, tanh form; as much again with GELU in fp32). The
