@@ -8,9 +8,9 @@
 //
 // Four forms, as the kernels use them:
 //   half2     activation_half2 on a pair already rounded to fp16 (lesson 03's
-//             epilogue; lesson 04's GELU on most pairs)
+//             epilogue; lesson 04's GELU on the other half)
 //   poly      gelu_poly_half2, GELU by a polynomial on the FMA pipe (lesson
-//             04's GELU on a quarter of the pairs)
+//             04's GELU on half the pairs)
 //   epilogue  epilogue_activation on the fp32 value (lesson 04's other fused
 //             activations), rounded to fp16 like the store
 //   pass      apply_activation<float> (the separate elementwise pass that

@@ -241,14 +241,20 @@ __device__ __forceinline__ uint32_t pack_activation(float lo, float hi) {
 // per scheduler (two MUFU.TANH.F16 at 8 each), 10 of the FMA pipe (5 half2
 // ops at 2 each, HFMA2 being half rate there), 8 issue slots. The polynomial
 // form (gelu_poly_half2) needs no special function but 9 FMA-pipe ops, 18
-// cycles. Giving it a share f of the pairs balances the two pipes where
-// 16 (1 - f) = 10 (1 - f) + 18 f, at f = 1/4: about 12 cycles per warp
-// instruction instead of 16. The slices j % 8 < 2 of each 64 x 128 half (4 of
-// its 16 eight-column slices) take it. Measured (Nsight Compute, clocks locked
-// at base, median of 7 launches, H100): GELU's extra cycles per launch 1,201
-// -> 955 at 2048^3 and 5,312 -> 4,217 at 4096^3, both about 20% fewer; a
-// share of 1/8 or 3/8 measured within 5% of that.
-constexpr int kGeluPolySlicesOf8 = 2;
+// cycles. On that count a share f of the pairs on the polynomial evens out
+// the two pipes where 16 (1 - f) = 10 (1 - f) + 18 f, at f = 1/4 (about 12
+// cycles per warp instruction instead of 16), and f = 1/2 leaves the FMA pipe
+// the limit at 14. The launches disagree, so the count misses something.
+// Nsight Compute, clocks locked at base, H100, GELU's extra cycles per launch
+// over `balanced`, median of 9 launches each, one run:
+//   share of pairs      1/4     3/8     1/2     5/8
+//   2048^3            1,016     857     758     845
+//   4096^3            3,461   3,191   3,352   3,164
+// (another run, 5 launches each: 1/4 1,101 and 3,422, 1/2 951 and 3,108; an
+// earlier one: the tanh form on every pair 1,201 and 5,312, 1/4 955 and
+// 4,217). So half the pairs take it: the slices j % 8 < 4 of each 64 x 128
+// half, 8 of its 16 eight-column slices.
+constexpr int kGeluPolySlicesOf8 = 4;
 
 // Steps 5 and 7: the same stores, but through shared memory and TMA. The
 // warpgroup writes 64 x 128 of its accumulator (activation applied, fp16) into
