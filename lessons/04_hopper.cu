@@ -120,18 +120,21 @@
 //   unit: the two MUFU.TANH.F16 that the SASS shows for one tanh.approx.f16x2
 //   (one per half: that unit still does one op per output) take 16 of its
 //   cycles per warp instruction, while the 5 half2 ops take 10 of the FMA
-//   pipe's. So a quarter of the pairs take a GELU with no tanh at all, a
-//   polynomial on the FMA pipe (gelu_poly_half2), which evens the two pipes
-//   out: about 20% fewer cycles ("What fusing GELU costs", below; timed at
-//   2048^3, 45 shuffled rounds, five runs of each alternating on H100:
-//   0.5-2.0% against 1.2-2.5% for the tanh form on every pair). That leaves
-//   GELU at about 1.5% at 2048^3 (32 such figures: 0.3-3.2%, 7 of them at 2%
-//   or more; 2.2% of the cycles with the clocks locked): under 2% at 4096^3
-//   and 8192^3, but only on average at 2048^3. The tanh form is within 1.5
-//   fp16 ulps of the exact GELU, or within 1.2e-3 where x < 0 and the result
-//   is tiny (1 + tanh cancels); the polynomial within 9.2e-4 there and 2.5
-//   ulps for small x > 0 (tests/activation_gpu_test.cu checks both on every
-//   fp16 input). The GEMM is checked against fp64 like every variant.
+//   pipe's. So half the pairs take a GELU with no tanh at all, a polynomial
+//   on the FMA pipe (gelu_poly_half2): a fifth fewer extra cycles at 2048^3
+//   and a quarter fewer at 4096^3 than the tanh form on every pair ("What
+//   fusing GELU costs", below).
+//   Timed at 2048^3 on H100, 45 shuffled rounds: 0.5-2.0% with a quarter of
+//   the pairs on the polynomial against 1.2-2.5% with none (five runs of
+//   each alternating), and 0.9-1.5% with half against 1.1-2.4% with a
+//   quarter (four runs of each). That leaves GELU at about 1.2% at 2048^3
+//   (32 figures, README: 0.0-2.3%, 4 of them at 2% or more; 1.7-2.1% of the
+//   cycles with the clocks locked), under the 2% target on average but not in
+//   every run, and about 1% and 0.5% at 4096^3 and 8192^3. The tanh form is
+//   within 1.5 fp16 ulps of the exact GELU, or within 1.2e-3 where x < 0 and
+//   the result is tiny (1 + tanh cancels); the polynomial within 9.2e-4 there
+//   and 2.5 ulps for small x > 0 (tests/activation_gpu_test.cu checks both on
+//   every fp16 input). The GEMM is checked against fp64 like every variant.
 //
 // Step 8  streamk: Stream-K for a last wave that is mostly empty.
 //   A persistent grid of 132 blocks takes 128 x 256 tiles 132 at a time. At
@@ -216,18 +219,21 @@
 // in the kernel, none: so says the SASS of probe kernels that differ only in
 // that. setmaxnreg, launch bounds and register pressure change nothing.) Per
 // tile that is 2,048 cycles of the special-function unit per scheduler
-// against 1,280 of the FMA pipe, part of it hidden under the stores. Taking pieces out of the epilogue agrees (extra cycles per
-// 2048^3 launch, wrong results, timing only): the tanh alone, 3 instructions
-// per pair, 860-1,050; GELU with its tanh replaced by a min, 6 instructions
-// and no special function, 380-600.
+// against 1,280 of the FMA pipe, part of it hidden under the stores. Taking
+// pieces out of the epilogue agrees (extra cycles per 2048^3 launch, wrong
+// results, timing only): the tanh alone, 3 instructions per pair, 860-1,050;
+// GELU with its tanh replaced by a min, 6 instructions and no special
+// function, 380-600.
 // Hence the split in step 7: gelu_poly_half2 computes x/2 + |x| r(s), r a
 // degree-6 polynomial in s = min(|x|, 4)/2 - 1 (scripts/fit-gelu-poly.py fits
 // it), 9 FMA-pipe ops and a min, 18 cycles of the FMA pipe per warp
-// instruction and none of the special-function unit. On a quarter of the
-// pairs the two pipes even out at about 12 cycles instead of 16. Measured the
-// same way, median of 7 launches each: 1,201 -> 955 extra cycles at 2048^3,
-// 5,312 -> 4,217 at 4096^3 (a share of 1/8 or 3/8: within 5% of that); on
-// every pair the polynomial costs 1,700 at 2048^3, its FMA pipe then the limit.
+// instruction and none of the special-function unit. By these counts a
+// quarter of the pairs on it would even out the two pipes at about 12 cycles
+// instead of 16; measured the same way, half did best (the sweep is beside
+// kGeluPolySlicesOf8 in kernels/cuda/hopper_gemm.cuh): at 2048^3 758 extra
+// cycles against 1,016 for a quarter. Against the tanh form on every pair, in
+// one run: 1,129 -> 923 at 2048^3, 5,409 -> 4,044 at 4096^3. On every pair
+// the polynomial costs 1,700 at 2048^3, its FMA pipe then the limit.
 // Nor does the cost hide under the tensor cores: storing the left half of the
 // tile while the right half's last two k tiles of wgmmas run (the SASS showed
 // the overlap) made it 1,540 cycles (again later, with the split: one, two or

@@ -250,9 +250,9 @@ __device__ __forceinline__ uint32_t pack_activation(float lo, float hi) {
 //   share of pairs      1/4     3/8     1/2     5/8
 //   2048^3            1,016     857     758     845
 //   4096^3            3,461   3,191   3,352   3,164
-// (another run, 5 launches each: 1/4 1,101 and 3,422, 1/2 951 and 3,108; an
-// earlier one: the tanh form on every pair 1,201 and 5,312, 1/4 955 and
-// 4,217). So half the pairs take it: the slices j % 8 < 4 of each 64 x 128
+// (another run, 5 launches each: 1/4 1,101 and 3,422, 1/2 951 and 3,108; a
+// third, 7 each: the tanh form on every pair 1,129 and 5,409, 1/2 923 and
+// 4,044). So half the pairs take it: the slices j % 8 < 4 of each 64 x 128
 // half, 8 of its 16 eight-column slices.
 constexpr int kGeluPolySlicesOf8 = 4;
 
