@@ -127,10 +127,12 @@
 //   Timed at 2048^3 on H100, 45 shuffled rounds: 0.5-2.0% with a quarter of
 //   the pairs on the polynomial against 1.2-2.5% with none (five runs of
 //   each alternating), and 0.9-1.5% with half against 1.1-2.4% with a
-//   quarter (four runs of each). That leaves GELU at about 1.2% at 2048^3
-//   (32 figures, README: 0.0-2.3%, 4 of them at 2% or more; 1.7-2.1% of the
-//   cycles with the clocks locked), under the 2% target on average but not in
-//   every run, and about 1% and 0.5% at 4096^3 and 8192^3. The tanh form is
+//   quarter (four runs of each). That leaves GELU at 1-2% at 2048^3 (README:
+//   32 figures from 45-round runs, median 1.25%, 4 of them at 2% or more; the
+//   GPU check's 9-round target run ten times, median 1.6%, 5 of 20 at 2% or
+//   more; 1.7-2.1% of the cycles with the clocks locked), under the 2% target
+//   on average but not in every run, and about 1% and 0.5% at 4096^3 and
+//   8192^3. The tanh form is
 //   within 1.5 fp16 ulps of the exact GELU, or within 1.2e-3 where x < 0 and
 //   the result is tiny (1 + tanh cancels); the polynomial within 9.2e-4 there
 //   and 2.5 ulps for small x > 0 (tests/activation_gpu_test.cu checks both on
