@@ -130,7 +130,7 @@
 //   quarter (four runs of each). That leaves GELU at 1-2% at 2048^3 (README:
 //   32 figures from 45-round runs, median 1.25%, 4 of them at 2% or more; the
 //   GPU check's 9-round target run ten times, median 1.6%, 5 of 20 at 2% or
-//   more; 1.7-2.1% of the cycles with the clocks locked), under the 2% target
+//   more; 1.7-2.2% of the cycles with the clocks locked), under the 2% target
 //   on average but not in every run, and about 1% and 0.5% at 4096^3 and
 //   8192^3. The tanh form is
 //   within 1.5 fp16 ulps of the exact GELU, or within 1.2e-3 where x < 0 and
