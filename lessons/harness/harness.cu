@@ -543,8 +543,9 @@ int LessonRun::run() {
   if (cublas_row.samples > 0) res.variants.push_back(cublas_row);
 
   std::printf("%s", format_report(res).c_str());
-  std::printf("times: median of %d runs per variant (%d interleaved rounds with cuBLAS, in a random order each, L2 flushed and output "
-              "poisoned before each); %% cuBLAS = median over rounds of cuBLAS time / variant time\n",
+  std::printf("times: median of %d runs per variant (%d interleaved rounds with cuBLAS, in a random order each, "
+              "L2 flushed and output poisoned before each); %% cuBLAS = median over rounds of cuBLAS time / "
+              "variant time\n",
               res.timing.reps_per_round * opt_.rounds, opt_.rounds);
   if (const std::string fused = fused_epilogue_lines(res); !fused.empty()) std::printf("\n%s", fused.c_str());
 
