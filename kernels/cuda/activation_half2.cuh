@@ -112,6 +112,12 @@ __device__ __forceinline__ uint32_t activation_half2_bits(uint32_t bits) {
   return *reinterpret_cast<const uint32_t*>(&y);
 }
 
+// GELU's polynomial form on a packed pair.
+__device__ __forceinline__ uint32_t gelu_poly_half2_bits(uint32_t bits) {
+  const __half2 y = gelu_poly_half2(*reinterpret_cast<const __half2*>(&bits));
+  return *reinterpret_cast<const uint32_t*>(&y);
+}
+
 // Eight fp16 values (one 16-byte chunk).
 template <Activation ACT>
 __device__ __forceinline__ uint4 activation_x8(uint4 v) {

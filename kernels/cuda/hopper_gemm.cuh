@@ -282,13 +282,11 @@ __device__ __forceinline__ void store_64x128_via_smem(const float (&d)[64], __ha
   const uint32_t base = smem_u32(staging);
   // Slice j's fp16 pair in rows `row` (upper = 0) and `row + 8`, activation applied.
   auto pack = [&](int j, int upper) {
+    const float lo = d[4 * j + 2 * upper], hi = d[4 * j + 2 * upper + 1];
     if constexpr (kAct == Activation::gelu) {
-      if (j % 8 < kGeluPolySlicesOf8) {
-        const __half2 y = gelu_poly_half2(__floats2half2_rn(d[4 * j + 2 * upper], d[4 * j + 2 * upper + 1]));
-        return *reinterpret_cast<const uint32_t*>(&y);
-      }
+      if (j % 8 < kGeluPolySlicesOf8) return gelu_poly_half2_bits(pack_half2(lo, hi));
     }
-    return pack_activation<kAct>(d[4 * j + 2 * upper], d[4 * j + 2 * upper + 1]);
+    return pack_activation<kAct>(lo, hi);
   };
   uint32_t packed[kSlices][2];
 #pragma unroll
@@ -1206,7 +1204,8 @@ inline KernelConfig streamk_config(const GemmShape& s) {
   KernelConfig cfg = grouped_tile_config(s, kWsBlockM, kWsBlockN, kWsThreads, kWsStages, kWsGroupM);
   cfg.persistent = true;
   cfg.grid_blocks = streamk_grid(s);
-  cfg.work_units = stream_k_units(stream_k_plan(cfg.tiles_m * cfg.tiles_n, ceil_div(s.k, kBlockK), int(cfg.grid_blocks)));
+  cfg.work_units =
+      stream_k_units(stream_k_plan(cfg.tiles_m * cfg.tiles_n, ceil_div(s.k, kBlockK), int(cfg.grid_blocks)));
   cfg.smem_bytes = smem_bytes_for<StreamKSmem>();
   allow_large_smem(kSkKernel<Activation::none>, cfg.smem_bytes);
   cfg.blocks_per_sm = blocks_per_sm(reinterpret_cast<const void*>(kSkKernel<Activation::none>), cfg.threads,
@@ -1220,8 +1219,9 @@ inline KernelConfig hopper_gemm_config(const GemmShape& s, HopperStep step) {
   if (step == HopperStep::pingpong) return pingpong_config<PingpongSquare>(s);
   if (step == HopperStep::streamk) return streamk_config(s);
   const bool simple = step == HopperStep::tma_wgmma;
-  KernelConfig cfg = simple ? grouped_tile_config(s, kSimpleBlockM, kSimpleBlockN, kSimpleThreads, kSimpleStages, kGroupM)
-                            : grouped_tile_config(s, kWsBlockM, kWsBlockN, kWsThreads, kWsStages, kWsGroupM);
+  KernelConfig cfg =
+      simple ? grouped_tile_config(s, kSimpleBlockM, kSimpleBlockN, kSimpleThreads, kSimpleStages, kGroupM)
+             : grouped_tile_config(s, kWsBlockM, kWsBlockN, kWsThreads, kWsStages, kWsGroupM);
   cfg.persistent = step != HopperStep::tma_wgmma && step != HopperStep::warp_specialized;
   const bool tma_store = step == HopperStep::persistent_tma_store || step == HopperStep::persistent_cluster_tma_store ||
                          step == HopperStep::balanced;
