@@ -134,8 +134,8 @@
 //   on average but not in every run, and about 1% and 0.5% at 4096^3 and
 //   8192^3. The tanh form is
 //   within 1.5 fp16 ulps of the exact GELU, or within 1.2e-3 where x < 0 and
-//   the result is tiny (1 + tanh cancels); the polynomial within 9.2e-4 there
-//   and 2.5 ulps for small x > 0 (tests/activation_gpu_test.cu checks both on
+//   the result is tiny (1 + tanh cancels); the polynomial within 7.3e-4 there
+//   and 3 ulps for small x > 0 (tests/activation_gpu_test.cu checks both on
 //   every fp16 input). The GEMM is checked against fp64 like every variant.
 //
 // Step 8  streamk: Stream-K for a last wave that is mostly empty.
@@ -216,7 +216,9 @@
 // per warp instruction per scheduler: tanh.approx.f16x2 16 cycles (16 results
 // per SM per clock, as for tanh.approx.f32 and ex2.approx.f16x2 and .bf16x2:
 // there is no faster special function), HFMA2 2 (half rate on the FMA pipe),
-// HMNMX2 1, FFMA about 1. (In a kernel with no wgmma, ptxas issues about half
+// HMNMX2 1, FFMA about 1. Mixed, FFMA shares the FMA pipe with HFMA2 (8 of
+// each: 29 cycles, against 16 + 10 apart), so fp32 arithmetic is no way
+// round it; HMNMX2 and the tanh run beside HFMA2 for nothing. (In a kernel with no wgmma, ptxas issues about half
 // of the HFMA2 to the MMA pipe instead, as HFMA2.MMA; with one wgmma anywhere
 // in the kernel, none: so says the SASS of probe kernels that differ only in
 // that. setmaxnreg, launch bounds and register pressure change nothing.) Per
@@ -226,16 +228,20 @@
 // results, timing only): the tanh alone, 3 instructions per pair, 860-1,050;
 // GELU with its tanh replaced by a min, 6 instructions and no special
 // function, 380-600.
-// Hence the split in step 7: gelu_poly_half2 computes x/2 + |x| r(s), r a
-// degree-6 polynomial in s = min(|x|, 4)/2 - 1 (scripts/fit-gelu-poly.py fits
-// it), 9 FMA-pipe ops and a min, 18 cycles of the FMA pipe per warp
-// instruction and none of the special-function unit. By these counts a
-// quarter of the pairs on it would even out the two pipes at about 12 cycles
-// instead of 16; measured the same way, half did best (the sweep is beside
-// kGeluPolySlicesOf8 in kernels/cuda/hopper_gemm.cuh): at 2048^3 758 extra
-// cycles against 1,016 for a quarter. Against the tanh form on every pair, in
-// one run: 1,129 -> 923 at 2048^3, 5,409 -> 4,044 at 4096^3. On every pair
-// the polynomial costs 1,700 at 2048^3, its FMA pipe then the limit.
+// Hence the split in step 7: gelu_poly_half2 computes max(x, 0) - t r(s),
+// t = min(|x|, 4), r a degree-6 polynomial in s = t/2 - 1
+// (scripts/fit-gelu-poly.py fits it), 8 FMA-pipe ops, a min and a max, 16
+// cycles of the FMA pipe per warp instruction and none of the
+// special-function unit. By these counts about a quarter of the pairs on it
+// would even out the two pipes at about 12 cycles instead of 16; measured
+// the same way, half did best at 2048^3 (the sweeps are beside
+// kGeluPolySlicesOf8 in kernels/cuda/hopper_gemm.cuh). Its first form,
+// x/2 + |x| (1/2 - r), took one more multiply: at half the pairs 758 extra
+// cycles at 2048^3 against 1,016 for a quarter, and against the tanh form on
+// every pair, in one run, 1,129 -> 923 at 2048^3 and 5,409 -> 4,044 at
+// 4096^3; the present form, in two runs against the first, 841 -> 554 and
+// 997 -> 897 at 2048^3. On every pair the first form cost 1,700 at 2048^3,
+// its FMA pipe then the limit.
 // Nor does the cost hide under the tensor cores: storing the left half of the
 // tile while the right half's last two k tiles of wgmmas run (the SASS showed
 // the overlap) made it 1,540 cycles (again later, with the split: one, two or

@@ -12,7 +12,7 @@
 #   lessons   every lesson at 4096^3 with results JSON; traces of chosen variants
 #   ncu       lesson 03's orders under Nsight Compute (DRAM bytes, L2 hit rate) beside the L2 model
 #   compare   workbook compare at the headline square shapes; lessons 03/04 at 1024 and 8192;
-#             lesson 04's target variants at 2048, 4096 and 8192 over 9 rounds, and Stream-K
+#             lesson 04's target variants at 2048, 4096 and 8192 (45 rounds, 900 launches each), Stream-K
 #             where the last wave is mostly empty
 #
 # WORKBOOK_COMMIT names the commit (a copy of the tree has no .git of its own, or the wrong one).
@@ -153,11 +153,14 @@ stage_compare() {
     for s in 1024 8192; do "$bin/$l" --m $s --n $s --k $s --json "$work/results/$l-$s.json" || rc=1; done
   done
   # Lesson 04's targets (>= 1.00x cuBLAS at 4096^3 and 8192^3, >= 0.90x at 2048^3, the fused
-  # epilogue < 2%): its fastest kernels with and without the activations, and Stream-K, 9 interleaved rounds.
+  # epilogue < 2%): its fastest kernels with and without the activations, and Stream-K. 45
+  # interleaved rounds of 20 launches each: one 2048^3 launch takes 28 us and single launches
+  # scatter by a few percent, so 9 rounds of 3 put the fused GELU's cost anywhere in 0.5-2.8%
+  # from run to run; 900 launches per variant settle it within a few tenths (README).
   if have lesson04_hopper; then
     for s in 2048 4096 8192; do
       echo "-- lesson04_hopper targets at ${s}^3"
-      "$bin/lesson04_hopper" --rounds 9 --m $s --n $s --k $s \
+      "$bin/lesson04_hopper" --rounds 45 --reps 900 --m $s --n $s --k $s \
           --variant tma_store,tma_store_gelu,tma_store_relu,streamk,balanced,balanced_gelu,balanced_relu,cublaslt,cublaslt_gelu \
           --json "$work/results/lesson04_hopper-targets-$s.json" || rc=1
     done

@@ -240,21 +240,30 @@ __device__ __forceinline__ uint32_t pack_activation(float lo, float hi) {
 // special-function unit: per warp instruction over 32 pairs, 16 cycles of it
 // per scheduler (two MUFU.TANH.F16 at 8 each), 10 of the FMA pipe (5 half2
 // ops at 2 each, HFMA2 being half rate there), 8 issue slots. The polynomial
-// form (gelu_poly_half2) needs no special function but 9 FMA-pipe ops, 18
-// cycles. On that count a share f of the pairs on the polynomial evens out
-// the two pipes where 16 (1 - f) = 10 (1 - f) + 18 f, at f = 1/4 (about 12
-// cycles per warp instruction instead of 16), and f = 1/2 leaves the FMA pipe
-// the limit at 14. The launches disagree, so the count misses something.
+// form (gelu_poly_half2) needs no special function but 8 FMA-pipe ops, 16
+// cycles, and a min and a max, which run on the ALU pipe beside them. On that
+// count a share f of the pairs on the polynomial evens out the two pipes
+// where 16 (1 - f) = 10 (1 - f) + 16 f, at f = 3/11 (about 11.6 cycles per
+// warp instruction instead of 16), and f = 1/2 leaves the FMA pipe the limit
+// at 13. The launches disagree, so the count misses something.
 // Nsight Compute, clocks locked at base, H100, GELU's extra cycles per launch
-// over `balanced`, median of 9 launches each, one run:
+// over `balanced`. With the polynomial's earlier form (x/2 + |x| w(|x|), one
+// more multiply, 9 FMA-pipe ops), median of 9 launches each, one run:
 //   share of pairs      1/4     3/8     1/2     5/8
 //   2048^3            1,016     857     758     845
 //   4096^3            3,461   3,191   3,352   3,164
 // (another run, 5 launches each: 1/4 1,101 and 3,422, 1/2 951 and 3,108; a
 // third, 7 each: the tanh form on every pair 1,129 and 5,409, 1/2 923 and
-// 4,044). So half the pairs take it: the slices j % 8 < 4 of each 64 x 128
-// half, 8 of its 16 eight-column slices. (Every other slice instead measured
-// 1,091 against 957 at 2048^3, median of 11 launches each.)
+// 4,044). With the present form, median of 7 launches at 2048^3 and 3 at
+// 4096^3, the earlier form at 1/2 in the same run:
+//   share of pairs    earlier 1/2     1/2     5/8     3/4
+//   2048^3                    841     554     687     797
+//   4096^3                  3,619   3,648   2,645   2,816
+// (another run, 7 launches each at 2048^3: earlier 1/2 997, 3/8 1,017, 1/2
+// 897). So half the pairs take it, for 2048^3, where GELU costs the most:
+// the slices j % 8 < 4 of each 64 x 128 half, 8 of its 16 eight-column
+// slices. (Every other slice instead measured 1,091 against 957 at 2048^3,
+// median of 11 launches each.)
 constexpr int kGeluPolySlicesOf8 = 4;
 
 // Steps 5 and 7: the same stores, but through shared memory and TMA. The
