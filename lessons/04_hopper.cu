@@ -124,15 +124,15 @@
 //   on the FMA pipe (gelu_poly_half2): a fifth fewer extra cycles at 2048^3
 //   and a quarter fewer at 4096^3 than the tanh form on every pair ("What
 //   fusing GELU costs", below).
-//   Timed at 2048^3 on H100, 45 shuffled rounds: 0.5-2.0% with a quarter of
-//   the pairs on the polynomial against 1.2-2.5% with none (five runs of
-//   each alternating), and 0.9-1.5% with half against 1.1-2.4% with a
-//   quarter (four runs of each). That leaves GELU at 1-2% at 2048^3 (README:
-//   32 figures from 45-round runs, median 1.25%, 4 of them at 2% or more; the
-//   GPU check's 9-round target run ten times, median 1.6%, 5 of 20 at 2% or
-//   more; 1.7-2.2% of the cycles with the clocks locked), under the 2% target
-//   on average but not in every run, and about 1% and 0.5% at 4096^3 and
-//   8192^3. The tanh form is
+//   Timed at 2048^3 on H100 (45 shuffled rounds of one launch): 0.5-2.0%
+//   with a quarter of the pairs on the polynomial against 1.2-2.5% with none
+//   (five runs of each alternating), and 0.9-1.5% with half against 1.1-2.4%
+//   with a quarter (four runs of each). One launch there takes 28 us and
+//   single launches scatter by a few percent, so that few launches put the
+//   figure anywhere in 0-2.8% from run to run; with 45 rounds of 20 launches
+//   (900 each, as the GPU check now runs), four runs in a row gave 1.1-1.4%
+//   (README). So GELU costs about 1.3% at 2048^3 (554-897 of 44,300 cycles
+//   with the clocks locked), 1% at 4096^3 and 0.6% at 8192^3. The tanh form is
 //   within 1.5 fp16 ulps of the exact GELU, or within 1.2e-3 where x < 0 and
 //   the result is tiny (1 + tanh cancels); the polynomial within 7.3e-4 there
 //   and 3 ulps for small x > 0 (tests/activation_gpu_test.cu checks both on
