@@ -130,7 +130,7 @@
 //   with a quarter (four runs of each). One launch there takes 28 us and
 //   single launches scatter by a few percent, so that few launches put the
 //   figure anywhere in 0-2.8% from run to run; with 45 rounds of 20 launches
-//   (900 each, as the GPU check now runs), fourteen runs gave 1.1-1.7%
+//   (900 each, as the GPU check now runs), fifteen runs gave 1.1-1.7%
 //   (README). So GELU costs about 1.4% at 2048^3 (554-897 of 44,300 cycles
 //   with the clocks locked), 1% at 4096^3 and 0.6% at 8192^3. The tanh form is
 //   within 1.5 fp16 ulps of the exact GELU, or within 1.2e-3 where x < 0 and
