@@ -15,7 +15,7 @@
 //
 // Run:  build/bin/lesson01_naive                      (4096^3, all variants)
 //       build/bin/lesson01_naive --m 1000 --n 1000 --k 1000 --trace t.json
-#include "cuda/naive.cuh"
+#include "01_naive/naive.cuh"
 #include "harness/harness.cuh"
 
 namespace {

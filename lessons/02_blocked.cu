@@ -36,8 +36,9 @@
 // Run:  build/bin/lesson02_blocked                            (4096^3, all variants)
 //       build/bin/lesson02_blocked --m 127 --n 257 --k 129    (tails: the masked paths)
 
-#include "cuda/blocked_mma.cuh"
-#include "cuda/smem_tiled.cuh"
+#include "02_blocked/mma_blocked.cuh"
+#include "02_blocked/smem_tiled.cuh"
+#include "02_blocked/wmma_blocked.cuh"
 #include "harness/harness.cuh"
 
 namespace {

@@ -89,8 +89,8 @@
 
 #include <string>
 
-#include "cuda/elementwise.cuh"
-#include "cuda/pipelined_mma.cuh"
+#include "03_grouped/activation_pass.cuh"
+#include "03_grouped/pipelined_mma.cuh"
 #include "harness/harness.cuh"
 #include "harness/report.hpp"
 

@@ -284,8 +284,8 @@
 //        streamk against tma_store where the waves line under the report says the last wave is shared;
 //        balanced against tma_store, and its grid line; balanced_gelu against cublaslt_gelu.
 
-#include "cuda/cublaslt_gemm.cuh"
-#include "cuda/hopper_gemm.cuh"
+#include "04_hopper/hopper_gemm.cuh"
+#include "common/cublaslt.cuh"
 #include "harness/harness.cuh"
 #include "harness/report.hpp"
 

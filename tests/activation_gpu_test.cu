@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/activation_half2.cuh"
+#include "common/activation_half2.cuh"
 #include "no_device.hpp"
 
 namespace {

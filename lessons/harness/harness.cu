@@ -15,6 +15,7 @@
 #include <random>
 #include <set>
 
+#include "common/device_buffer.cuh"
 #include "harness/catalog.hpp"
 #include "harness/ncu.hpp"
 #include "harness/options.hpp"
@@ -26,33 +27,6 @@ namespace {
 
 // ---------------------------------------------------------------- RAII
 
-template <class T>
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t count) : count_(count) {
-    if (count) CUDA_CHECK(cudaMalloc(&ptr_, count * sizeof(T)));
-  }
-  ~DeviceBuffer() {
-    if (ptr_) cudaFree(ptr_);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), count_(o.count_) { o.ptr_ = nullptr; o.count_ = 0; }
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
-    std::swap(ptr_, o.ptr_);
-    std::swap(count_, o.count_);
-    return *this;
-  }
-  T* get() const { return ptr_; }
-  size_t size() const { return count_; }
-  size_t bytes() const { return count_ * sizeof(T); }
-
- private:
-  T* ptr_ = nullptr;
-  size_t count_ = 0;
-};
-
 struct CublasHandle {
   cublasHandle_t h = nullptr;
   CublasHandle() {
@@ -63,27 +37,6 @@ struct CublasHandle {
   }
   CublasHandle(const CublasHandle&) = delete;
   CublasHandle& operator=(const CublasHandle&) = delete;
-};
-
-struct Stream {
-  cudaStream_t s = nullptr;
-  Stream() { CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
-  ~Stream() {
-    if (s) cudaStreamDestroy(s);
-  }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-};
-
-struct Event {
-  cudaEvent_t e = nullptr;
-  Event() { CUDA_CHECK(cudaEventCreate(&e)); }
-  ~Event() {
-    if (e) cudaEventDestroy(e);
-  }
-  Event(Event&& o) noexcept : e(o.e) { o.e = nullptr; }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
 };
 
 void cublas_check(cublasStatus_t st, const char* what) {
@@ -270,7 +223,7 @@ class LessonRun {
   void time_all(std::vector<VariantResult>& results, VariantResult& cublas_row);
   void write_traces(const std::vector<VariantResult>& results);
   GemmArgs args(__half* c, TraceRecord* trace = nullptr) const {
-    return GemmArgs{a_.get(), b_.get(), c, opt_.m, opt_.n, opt_.k, trace};
+    return GemmArgs{a_.get(), b_.get(), c, opt_.m, opt_.n, opt_.k, trace, nullptr, 0};
   }
   // One timed run: poison C, flush L2, then time only the launch.
   void enqueue_timed(const std::function<void(const GemmArgs&)>& launch, __half* c, TraceRecord* trace,
@@ -627,29 +580,6 @@ bool LessonRun::measure_with_ncu() {
 }  // namespace
 
 // ---------------------------------------------------------------- public
-
-int blocks_per_sm(const void* kernel, int threads, int smem_bytes) {
-  int blocks = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, size_t(smem_bytes)));
-  return blocks;
-}
-
-KernelConfig tile_grid_config(const GemmShape& s, int block_m, int block_n, int block_k, int threads,
-                              const void* kernel, int smem_bytes, int stages) {
-  KernelConfig c;
-  c.block_m = block_m;
-  c.block_n = block_n;
-  c.block_k = block_k;
-  c.threads = threads;
-  c.stages = stages;
-  c.tiles_m = ceil_div(s.m, block_m);
-  c.tiles_n = ceil_div(s.n, block_n);
-  c.grid_blocks = int64_t(c.tiles_m) * c.tiles_n;
-  c.work_units = c.grid_blocks;
-  c.smem_bytes = smem_bytes;
-  c.blocks_per_sm = kernel ? blocks_per_sm(kernel, threads, smem_bytes) : 0;
-  return c;
-}
 
 int run_lesson(const std::string& lesson_id, const std::vector<Variant>& variants, int argc, char** argv) {
   const LessonInfo* info = find_lesson(lesson_id);

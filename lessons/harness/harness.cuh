@@ -18,26 +18,14 @@
 #include <string>
 #include <vector>
 
-#include "cuda/common.cuh"
+#include "common/check.cuh"
+#include "common/gemm.cuh"
 #include "records/records.hpp"
 #include "schedule/activation.hpp"
 #include "schedule/tile_order.hpp"
 #include "schedule/trace_record.hpp"
 
 namespace wb {
-
-struct GemmShape {
-  int m = 0, n = 0, k = 0;
-};
-
-// What a launcher gets.
-struct GemmArgs {
-  const __half* a;     // (M, K) row-major, leading dimension K
-  const __half* b;     // (K, N) row-major, leading dimension N
-  __half* c;           // (M, N) row-major, leading dimension N
-  int m, n, k;
-  TraceRecord* trace;  // one record per work unit, or nullptr (tracing off)
-};
 
 struct Variant {
   std::string name;   // command-line name: lower case, digits, '_'
@@ -61,12 +49,5 @@ struct Variant {
 // Runs a lesson: see the file comment. Returns the process exit code
 // (0 ok, 1 a check failed or a CUDA error, 2 bad arguments / no GPU for --json).
 int run_lesson(const std::string& lesson_id, const std::vector<Variant>& variants, int argc, char** argv);
-
-// Occupancy of `kernel` at `threads` and `smem` bytes of dynamic shared memory.
-int blocks_per_sm(const void* kernel, int threads, int smem_bytes);
-
-// A KernelConfig for a data-parallel launch of one block per output tile.
-KernelConfig tile_grid_config(const GemmShape& s, int block_m, int block_n, int block_k, int threads,
-                              const void* kernel, int smem_bytes = 0, int stages = 1);
 
 }  // namespace wb

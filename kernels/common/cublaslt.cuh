@@ -16,8 +16,8 @@
 #include <string>
 #include <tuple>
 
-#include "cuda/common.cuh"
-#include "harness/harness.cuh"
+#include "common/check.cuh"
+#include "common/gemm.cuh"
 #include "schedule/activation.hpp"
 
 namespace wb {

@@ -26,7 +26,8 @@
 //           M, N, K >= 1; slower.
 //
 // launch_pipelined_gemm / pipelined_gemm_config are the entry points other lessons
-// reuse (lesson 04 falls back to them off Hopper).
+// reuse: lesson 04 falls back to them when K or N is not a multiple of 8 (TMA
+// needs row strides of 16-byte multiples).
 #pragma once
 
 #include <cuda_fp16.h>
@@ -34,10 +35,11 @@
 #include <cstdint>
 #include <string>
 
-#include "cuda/activation_half2.cuh"
-#include "cuda/common.cuh"
-#include "cuda/mma_primitives.cuh"
-#include "harness/harness.cuh"
+#include "common/activation_half2.cuh"
+#include "common/check.cuh"
+#include "common/gemm.cuh"
+#include "common/mma.cuh"
+#include "common/trace.cuh"
 #include "records/records.hpp"
 #include "schedule/activation.hpp"
 #include "schedule/tile_order.hpp"

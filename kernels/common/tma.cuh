@@ -28,7 +28,7 @@
 
 #include <cuda/ptx>
 
-#include "cuda/common.cuh"
+#include "common/check.cuh"
 
 namespace wb::hopper {
 

@@ -19,8 +19,9 @@
 
 #include <cuda_fp16.h>
 
-#include "cuda/common.cuh"
-#include "harness/harness.cuh"
+#include "common/check.cuh"
+#include "common/gemm.cuh"
+#include "common/trace.cuh"
 #include "schedule/tile_order.hpp"
 
 namespace wb::smem_tiled {

@@ -1,40 +1,17 @@
-// What every kernel file needs: error checking with file and line, the trace
-// hooks, and small device helpers. Include from .cu files only.
+// The per-block trace, device side: what a block (or a work unit of a
+// persistent block) computed, on which SM, from when to when. Tracing is a
+// kernel argument: a null pointer means off, and the cost is one uniform
+// branch per block. Use:
+//   const uint64_t t0 = trace_start(trace);
+//   ... the block's work ...
+//   trace_end(trace, unit, tile_m, tile_n, k_begin, k_end, t0);   // every thread calls it
 #pragma once
 
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 
 #include "schedule/trace_record.hpp"
 
 namespace wb {
-
-struct CudaError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-inline void cuda_check(cudaError_t err, const char* expr, const char* file, int line) {
-  if (err != cudaSuccess) {
-    throw CudaError(std::string("CUDA error ") + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ") at " +
-                    file + ":" + std::to_string(line) + " in " + expr);
-  }
-}
-
-// Throws wb::CudaError naming the call, file and line.
-#define CUDA_CHECK(expr) ::wb::cuda_check((expr), #expr, __FILE__, __LINE__)
-// After a launch: launch-configuration errors surface here.
-#define CUDA_CHECK_LAUNCH() ::wb::cuda_check(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
-
-// ---------------------------------------------------------------- trace hooks
-// Tracing is a kernel argument: a null pointer means off, and the cost is one
-// uniform branch per block. Use:
-//   const uint64_t t0 = trace_start(trace);
-//   ... the block's work ...
-//   trace_end(trace, unit, tile_m, tile_n, k_begin, k_end, t0);   // every thread calls it
 
 __device__ __forceinline__ uint64_t global_timer_ns() {
   uint64_t t;

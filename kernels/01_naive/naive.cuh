@@ -11,8 +11,9 @@
 //                per instruction for the same work.
 #pragma once
 
-#include "cuda/common.cuh"
-#include "harness/harness.cuh"
+#include "common/check.cuh"
+#include "common/gemm.cuh"
+#include "common/trace.cuh"
 #include "schedule/tile_order.hpp"
 
 namespace wb::naive {

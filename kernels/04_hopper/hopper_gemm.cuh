@@ -38,12 +38,13 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuda/activation_half2.cuh"
-#include "cuda/common.cuh"
-#include "cuda/hopper_tma.cuh"
-#include "cuda/hopper_wgmma.cuh"
-#include "cuda/pipelined_mma.cuh"  // lesson 03: the fallback for shapes TMA cannot describe
-#include "harness/harness.cuh"
+#include "03_grouped/pipelined_mma.cuh"  // lesson 03: the fallback for shapes TMA cannot describe
+#include "common/activation_half2.cuh"
+#include "common/check.cuh"
+#include "common/gemm.cuh"
+#include "common/tma.cuh"
+#include "common/trace.cuh"
+#include "common/wgmma.cuh"
 #include "models/wave_model.hpp"
 #include "records/records.hpp"
 #include "schedule/activation.hpp"

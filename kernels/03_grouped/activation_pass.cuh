@@ -12,7 +12,8 @@
 
 #include <cstdint>
 
-#include "cuda/common.cuh"
+#include "common/check.cuh"
+#include "common/trace.cuh"
 #include "schedule/activation.hpp"
 
 namespace wb {
