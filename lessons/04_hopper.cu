@@ -303,10 +303,10 @@ Variant hopper_variant(const char* name, const char* what, HopperStep step, Acti
   v.what = what;
   v.min_cc = 90;  // TMA, mbarrier tx-counts, wgmma, setmaxnreg (sm_90a)
   v.activation = act;
-  v.config = [step](const GemmShape& s) { return wb::hopper::hopper_gemm_config(s, step); };
-  v.launch = [step, act](const GemmArgs& g, cudaStream_t stream) {
-    wb::hopper::launch_hopper_gemm(g, step, act, stream);
-  };
+  const wb::hopper::HopperKernel kernel = wb::hopper::hopper_kernel(step, act);
+  v.config = kernel.config;
+  v.launch = kernel.launch;
+  v.workspace_bytes = kernel.workspace_bytes;
   v.note = wb::hopper::hopper_fallback_note;
   return v;
 }
@@ -340,6 +340,7 @@ Variant cublaslt_variant(const char* name, const char* what, Activation act) {
   v.what = what;
   v.activation = act;
   v.launch = [act](const GemmArgs& g, cudaStream_t stream) { wb::cublaslt_gemm(g, act, stream); };
+  v.workspace_bytes = [](const GemmShape&) { return wb::kCublasLtWorkspaceBytes; };
   return v;
 }
 

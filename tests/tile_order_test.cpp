@@ -88,3 +88,33 @@ TEST(TileOrder, NamesRoundTrip) {
 }
 
 }  // namespace
+
+namespace {
+
+// Lesson 04's cluster pairs: the pairs' tiles inside the matrix are every tile
+// once, and cluster_tile_position numbers them 0 .. tiles - 1 in launch order
+// (unit by unit, rank 0 before rank 1), skipping the tiles past M.
+TEST(TileOrder, ClusterPairsCoverEveryTileAndNumberThemInLaunchOrder) {
+  for (int tm = 1; tm <= 30; ++tm)
+    for (int tn = 1; tn <= 30; ++tn)
+      for (int g = 1; g <= 9; ++g) {
+        const int units = ceil_div(tm, 2) * tn;
+        std::vector<int> seen(size_t(tm) * tn, 0);
+        int expected_position = 0;
+        for (int unit = 0; unit < units; ++unit)
+          for (int rank = 0; rank < 2; ++rank) {
+            const TileCoord t = cluster_pair_tile(unit, rank, tm, tn, g);
+            ASSERT_LT(t.n, tn);
+            if (t.m >= tm) {
+              ASSERT_EQ(rank, 1) << "only a pair's second tile may lie past M";
+              continue;
+            }
+            ASSERT_EQ(seen[size_t(t.m) * tn + t.n]++, 0) << "tile taken twice, grid " << tm << "x" << tn << " g " << g;
+            ASSERT_EQ(cluster_tile_position(unit, rank, tm, tn, g), expected_position++)
+                << "grid " << tm << "x" << tn << " g " << g << " unit " << unit << " rank " << rank;
+          }
+        ASSERT_EQ(expected_position, tm * tn);
+      }
+}
+
+}  // namespace

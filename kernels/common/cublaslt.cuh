@@ -2,7 +2,8 @@
 // (cublasLtMatmul, fp16 in and out, fp32 compute) with the activation applied
 // by the library's epilogue (CUBLASLT_EPILOGUE_GELU or _RELU). Lesson 04 times
 // it with and without the epilogue, so what fusing costs in the library stands
-// beside what it costs in the lesson's kernels. Host code only.
+// beside what it costs in the lesson's kernels. Host code only. The library's
+// workspace (kCublasLtWorkspaceBytes) is the caller's: GemmArgs::workspace.
 //
 // Row-major C = A B is the column-major C^T = B^T A^T, as for cublasGemmEx in
 // the harness: the library's "A" is our B (N x K column-major, leading
@@ -22,6 +23,9 @@
 
 namespace wb {
 
+// What the library's heuristic may use, and what a caller must provide.
+constexpr size_t kCublasLtWorkspaceBytes = size_t(32) << 20;
+
 namespace cublaslt_detail {
 
 inline void check(cublasStatus_t status, const char* what) {
@@ -29,7 +33,6 @@ inline void check(cublasStatus_t status, const char* what) {
     throw CudaError(std::string("cuBLASLt: ") + what + " failed (status " + std::to_string(int(status)) + ")");
 }
 
-constexpr size_t kWorkspaceBytes = size_t(32) << 20;  // what the heuristic may ask for
 
 // One shape and epilogue: the operation, the three layouts and the algorithm
 // the library's heuristic picked, built once and reused by every timed run.
@@ -41,17 +44,15 @@ struct Plan {
 
 struct Library {
   cublasLtHandle_t handle = nullptr;
-  void* workspace = nullptr;
   std::map<std::tuple<int, int, int, int>, Plan> plans;
 };
 
-// The process's handle, workspace and plans (never freed: they live as long as
-// the CUDA context they belong to).
+// The process's handle and plans (never freed: they live as long as the CUDA
+// context they belong to).
 inline Library& library() {
   static Library lib = [] {
     Library l;
     check(cublasLtCreate(&l.handle), "cublasLtCreate");
-    CUDA_CHECK(cudaMalloc(&l.workspace, kWorkspaceBytes));
     return l;
   }();
   return lib;
@@ -84,7 +85,7 @@ inline const Plan& plan_for(Library& lib, int m, int n, int k, Activation act) {
   check(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16F, uint64_t(n), uint64_t(m), int64_t(n)), "layout of C");
   cublasLtMatmulPreference_t preference = nullptr;
   check(cublasLtMatmulPreferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
-  const size_t workspace = kWorkspaceBytes;
+  const size_t workspace = kCublasLtWorkspaceBytes;
   check(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
                                              sizeof workspace),
         "set MAX_WORKSPACE_BYTES");
@@ -107,10 +108,13 @@ inline const Plan& plan_for(Library& lib, int m, int n, int k, Activation act) {
 inline void cublaslt_gemm(const GemmArgs& g, Activation act, cudaStream_t stream) {
   using namespace cublaslt_detail;
   Library& lib = library();
+  if (g.workspace == nullptr || g.workspace_bytes < kCublasLtWorkspaceBytes)
+    throw CudaError("cuBLASLt: the caller must provide a workspace of " + std::to_string(kCublasLtWorkspaceBytes) +
+                    " bytes");
   const Plan& p = plan_for(lib, g.m, g.n, g.k, act);
   const float alpha = 1.0f, beta = 0.0f;
   check(cublasLtMatmul(lib.handle, p.op, &alpha, g.b, p.a, g.a, p.b, &beta, g.c, p.c, g.c, p.c, &p.algo,
-                       lib.workspace, kWorkspaceBytes, stream),
+                       g.workspace, kCublasLtWorkspaceBytes, stream),
         "cublasLtMatmul");
 }
 

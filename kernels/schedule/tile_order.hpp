@@ -76,6 +76,33 @@ WB_HD TileCoord tile_of(TileOrder order, int pid, int tiles_m, int tiles_n, int 
   }
 }
 
+// Cluster pairs (lesson 04, step 4): work unit u of a grid of pairs is the
+// grouped order over ceil(tiles_m / 2) rows of units, and the two blocks of a
+// cluster take its two vertically adjacent tiles (rows 2 row(u) and
+// 2 row(u) + 1). When tiles_m is odd, the units of the last row of units have
+// no second tile.
+WB_HD TileCoord cluster_pair_tile(int unit, int rank, int tiles_m, int tiles_n, int group_units_m) {
+  TileCoord t = grouped_tile(unit, ceil_div(tiles_m, 2), tiles_n, group_units_m);
+  t.m = t.m * 2 + rank;
+  return t;
+}
+
+// Where tile `rank` of pair unit `unit` stands among the tiles in launch order
+// (unit 0 rank 0, unit 0 rank 1, unit 1 rank 0, ...), counting only tiles
+// inside the matrix. The units without a second tile all lie in the last group
+// of the grouped order (`rows_in_last_group` rows of units), one in every
+// `rows_in_last_group` units of it, at row offset rows_in_last_group - 1. The
+// result numbers the real tiles 0 .. tiles_m * tiles_n - 1, one trace record each.
+WB_HD int cluster_tile_position(int unit, int rank, int tiles_m, int tiles_n, int group_units_m) {
+  const int position = 2 * unit + rank;
+  if (tiles_m % 2 == 0) return position;
+  const int units_m = (tiles_m + 1) / 2;
+  const int last_group_first_row = ((units_m - 1) / group_units_m) * group_units_m;
+  const int last_group_start = last_group_first_row * tiles_n;
+  const int rows_in_last_group = units_m - last_group_first_row;
+  return unit <= last_group_start ? position : position - (unit - last_group_start) / rows_in_last_group;
+}
+
 // Names used on the command line, in results and traces, and in the viewer.
 inline const char* tile_order_name(TileOrder order) {
   switch (order) {

@@ -206,6 +206,7 @@ struct Selected {
   const Variant* variant;
   std::string skip_reason;
   KernelConfig config;
+  std::shared_ptr<DeviceBuffer<unsigned char>> workspace;
 };
 
 class LessonRun {
@@ -222,6 +223,14 @@ class LessonRun {
   void verify(size_t i, VariantResult& out);
   void time_all(std::vector<VariantResult>& results, VariantResult& cublas_row);
   void write_traces(const std::vector<VariantResult>& results);
+  // Variant i's arguments: its workspace too.
+  GemmArgs with_workspace(GemmArgs g, size_t i) const {
+    if (const auto& w = selected_[i].workspace) {
+      g.workspace = w->get();
+      g.workspace_bytes = w->bytes();
+    }
+    return g;
+  }
   GemmArgs args(__half* c, TraceRecord* trace = nullptr) const {
     return GemmArgs{a_.get(), b_.get(), c, opt_.m, opt_.n, opt_.k, trace, nullptr, 0};
   }
@@ -295,7 +304,7 @@ void LessonRun::verify(size_t i, VariantResult& out) {
   const Variant& v = *selected_[i].variant;
   const size_t mn = size_t(opt_.m) * opt_.n;
   CUDA_CHECK(cudaMemsetAsync(c_.get(), 0xFF, mn * sizeof(__half), stream_.s));  // fp16 NaN
-  v.launch(args(c_.get()), stream_.s);
+  v.launch(with_workspace(args(c_.get()), i), stream_.s);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaStreamSynchronize(stream_.s));
   if (opt_.no_check) {
@@ -340,7 +349,7 @@ void LessonRun::time_all(std::vector<VariantResult>& results, VariantResult& cub
 
   // Warm-up: one more untimed run of each (the verification run was the first).
   for (size_t i = 0; i < selected_.size(); ++i)
-    if (selected_[i].skip_reason.empty()) selected_[i].variant->launch(args(c_.get()), stream_.s);
+    if (selected_[i].skip_reason.empty()) selected_[i].variant->launch(with_workspace(args(c_.get()), i), stream_.s);
   cublas_launch(args(c_.get()));
   CUDA_CHECK(cudaStreamSynchronize(stream_.s));
 
@@ -361,7 +370,8 @@ void LessonRun::time_all(std::vector<VariantResult>& results, VariantResult& cub
     for (const size_t i : order) {
       if (!selected_[i].skip_reason.empty()) continue;
       const Variant& v = *selected_[i].variant;
-      const auto ours = time_round([&](const GemmArgs& g) { v.launch(g, stream_.s); }, round * 7 + int(i));
+      const auto ours =
+          time_round([&](const GemmArgs& g) { v.launch(with_workspace(g, i), stream_.s); }, round * 7 + int(i));
       const auto theirs = time_round(cublas_launch, round * 7 + int(i) + 3);
       all[i].insert(all[i].end(), ours.begin(), ours.end());
       cublas_all.insert(cublas_all.end(), theirs.begin(), theirs.end());
@@ -414,7 +424,8 @@ void LessonRun::write_traces(const std::vector<VariantResult>& results) {
     for (int r = 0; r < per_round; ++r) {
       Event start, end;
       CUDA_CHECK(cudaMemsetAsync(records.get(), 0xFF, records.bytes(), stream_.s));
-      enqueue_timed([&](const GemmArgs& g) { v.launch(g, stream_.s); }, c_.get(), records.get(), start.e, end.e, r);
+      enqueue_timed([&](const GemmArgs& g) { v.launch(with_workspace(g, i), stream_.s); }, c_.get(), records.get(),
+                    start.e, end.e, r);
       CUDA_CHECK(cudaStreamSynchronize(stream_.s));
       CUDA_CHECK_LAUNCH();
       float t = 0;
@@ -466,6 +477,13 @@ int LessonRun::run() {
     }
   }
   allocate();
+  for (Selected& s : selected_) {
+    if (!s.skip_reason.empty() || !s.variant->workspace_bytes) continue;
+    const size_t bytes = s.variant->workspace_bytes(shape);
+    if (bytes == 0) continue;
+    s.workspace = std::make_shared<DeviceBuffer<unsigned char>>(bytes);
+    CUDA_CHECK(cudaMemsetAsync(s.workspace->get(), 0, bytes, stream_.s));
+  }
   if (opt_.profile_once) return profile_once();
 
   std::vector<VariantResult> results(selected_.size());
@@ -532,7 +550,7 @@ int LessonRun::profile_once() {
   }
   for (int run = 0; run < 2; ++run) {
     if (run == 1) CUDA_CHECK(cudaProfilerStart());
-    s.variant->launch(args(c_.get()), stream_.s);
+    s.variant->launch(with_workspace(args(c_.get()), 0), stream_.s);
     CUDA_CHECK_LAUNCH();
     CUDA_CHECK(cudaStreamSynchronize(stream_.s));
   }

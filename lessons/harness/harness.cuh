@@ -37,6 +37,9 @@ struct Variant {
   std::function<KernelConfig(const GemmShape&)> config;
   // Enqueues the work on `stream`; must not synchronise.
   std::function<void(const GemmArgs&, cudaStream_t)> launch;
+  // Device memory the launch needs beside its operands (GemmArgs::workspace),
+  // owned by the harness and zeroed once; empty: none.
+  std::function<size_t(const GemmShape&)> workspace_bytes;
   // DRAM bytes this variant must move at least; empty: A and B read once, C written once.
   std::function<double(const GemmShape&)> bytes;
   // A note for this shape (e.g. "falls back to lesson 03: row stride not 16-byte aligned"); empty: none.
