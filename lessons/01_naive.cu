@@ -16,14 +16,14 @@
 // Run:  build/bin/lesson01_naive                      (4096^3, all variants)
 //       build/bin/lesson01_naive --m 1000 --n 1000 --k 1000 --trace t.json
 #include "01_naive/naive.cuh"
-#include "harness/harness.cuh"
+#include "harness/gemm_problem.cuh"
 
 namespace {
 
 using namespace wb;
 using naive::ThreadMap;
 
-std::vector<Variant> variants() {
+std::vector<GemmVariant> variants() {
   return {
       {.name = "coalesced",
        .what = "thread x -> column: a warp reads and writes neighbouring addresses",
@@ -42,4 +42,6 @@ std::vector<Variant> variants() {
 
 }  // namespace
 
-int main(int argc, char** argv) { return wb::run_lesson("lesson01_naive", variants(), argc, argv); }
+int main(int argc, char** argv) {
+  return wb::run_lesson(wb::gemm_lesson("lesson01_naive", variants()), argc, argv);
+}

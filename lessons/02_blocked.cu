@@ -39,7 +39,7 @@
 #include "02_blocked/mma_blocked.cuh"
 #include "02_blocked/smem_tiled.cuh"
 #include "02_blocked/wmma_blocked.cuh"
-#include "harness/harness.cuh"
+#include "harness/gemm_problem.cuh"
 
 namespace {
 
@@ -51,7 +51,7 @@ using Mma128 = MmaBlockedShape<128, 128, 32, 2, 4, false>;          // 8 warps o
 using Mma128Warp64 = MmaBlockedShape<128, 128, 32, 2, 2, false>;    // 4 warps of 64x64
 using Mma128Prefetch = MmaBlockedShape<128, 128, 32, 2, 4, true>;   // 8 warps of 64x32, register prefetch
 
-std::vector<Variant> variants() {
+std::vector<GemmVariant> variants() {
   return {
       {.name = "smem_16x16x32",
        .what = "the notebook's block algorithm: 16x16 tile, 32-deep smem slices, one FMA output per thread",
@@ -83,4 +83,6 @@ std::vector<Variant> variants() {
 
 }  // namespace
 
-int main(int argc, char** argv) { return wb::run_lesson("lesson02_blocked", variants(), argc, argv); }
+int main(int argc, char** argv) {
+  return wb::run_lesson(wb::gemm_lesson("lesson02_blocked", variants()), argc, argv);
+}

@@ -91,7 +91,7 @@
 
 #include "03_grouped/activation_pass.cuh"
 #include "03_grouped/pipelined_mma.cuh"
-#include "harness/harness.cuh"
+#include "harness/gemm_problem.cuh"
 #include "harness/report.hpp"
 
 namespace {
@@ -100,7 +100,7 @@ using wb::Activation;
 using wb::GemmArgs;
 using wb::GemmShape;
 using wb::TileOrder;
-using wb::Variant;
+using wb::GemmVariant;
 
 // The default (128x256x64, 3 stages, fragments of the next k16 step in flight)
 // against its neighbours, measured on an H100 at 4096^3 (% of cuBLAS):
@@ -124,8 +124,8 @@ std::string order_note(TileOrder order, int group_m) {
   return note;
 }
 
-Variant pipelined_variant(std::string name, std::string what, TileOrder order, int group_m, Activation act) {
-  Variant v;
+GemmVariant pipelined_variant(std::string name, std::string what, TileOrder order, int group_m, Activation act) {
+  GemmVariant v;
   v.name = std::move(name);
   v.what = std::move(what);
   v.min_cc = 80;  // cp.async, mma.sync.m16n8k16
@@ -144,8 +144,8 @@ Variant pipelined_variant(std::string name, std::string what, TileOrder order, i
 
 // An order variant: the GEMM with no activation, and the L2 model's prediction
 // for its order, tile sizes and blocks per SM printed under the report.
-Variant order_variant(std::string name, std::string what, TileOrder order, int group_m) {
-  Variant v = pipelined_variant(std::move(name), std::move(what), order, group_m, Activation::none);
+GemmVariant order_variant(std::string name, std::string what, TileOrder order, int group_m) {
+  GemmVariant v = pipelined_variant(std::move(name), std::move(what), order, group_m, Activation::none);
   v.model = [](const GemmShape& s, const wb::KernelConfig& c, const wb::GpuInfo& g) {
     return wb::l2_model_line(s.m, s.n, s.k, c, g);
   };
@@ -154,8 +154,8 @@ Variant order_variant(std::string name, std::string what, TileOrder order, int g
 
 // grouped8, no activation, with tile shape S instead of the default.
 template <class S>
-Variant other_tile_variant(std::string name, std::string what) {
-  Variant v = pipelined_variant(std::move(name), std::move(what), TileOrder::grouped, 8, Activation::none);
+GemmVariant other_tile_variant(std::string name, std::string what) {
+  GemmVariant v = pipelined_variant(std::move(name), std::move(what), TileOrder::grouped, 8, Activation::none);
   v.config = [](const GemmShape& s) { return wb::pipelined_gemm_config_shaped<S>(s, TileOrder::grouped, 8); };
   v.launch = [](const GemmArgs& g, cudaStream_t stream) {
     wb::launch_pipelined_gemm_path<S, Activation::none>(g, TileOrder::grouped, 8, stream);
@@ -163,8 +163,8 @@ Variant other_tile_variant(std::string name, std::string what) {
   return v;
 }
 
-std::vector<Variant> variants() {
-  std::vector<Variant> v;
+std::vector<GemmVariant> variants() {
+  std::vector<GemmVariant> v;
   v.push_back(order_variant("row_major", "1-D launch, row-major tile order", TileOrder::row_major, 1));
   v.push_back(order_variant("column_major", "1-D launch, column-major tile order", TileOrder::column_major, 1));
   v.push_back(order_variant("grouped4", "grouped tile order, GROUP_M 4", TileOrder::grouped, 4));
@@ -181,7 +181,7 @@ std::vector<Variant> variants() {
                                 Activation::silu));
 
   // The same GEMM without the fused epilogue, then gelu as a second pass over C.
-  Variant unfused = pipelined_variant("unfused_gelu", "grouped8 GEMM, then gelu as a separate pass over C",
+  GemmVariant unfused = pipelined_variant("unfused_gelu", "grouped8 GEMM, then gelu as a separate pass over C",
                                       TileOrder::grouped, 8, Activation::gelu);
   unfused.launch = [](const GemmArgs& g, cudaStream_t stream) {
     wb::launch_pipelined_gemm(g, TileOrder::grouped, 8, Activation::none, stream);
@@ -205,4 +205,6 @@ std::vector<Variant> variants() {
 
 }  // namespace
 
-int main(int argc, char** argv) { return wb::run_lesson("lesson03_grouped", variants(), argc, argv); }
+int main(int argc, char** argv) {
+  return wb::run_lesson(wb::gemm_lesson("lesson03_grouped", variants()), argc, argv);
+}

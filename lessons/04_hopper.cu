@@ -286,7 +286,7 @@
 
 #include "04_hopper/hopper_gemm.cuh"
 #include "common/cublaslt.cuh"
-#include "harness/harness.cuh"
+#include "harness/gemm_problem.cuh"
 #include "harness/report.hpp"
 
 namespace {
@@ -294,11 +294,11 @@ namespace {
 using wb::Activation;
 using wb::GemmArgs;
 using wb::GemmShape;
-using wb::Variant;
+using wb::GemmVariant;
 using wb::hopper::HopperStep;
 
-Variant hopper_variant(const char* name, const char* what, HopperStep step, Activation act) {
-  Variant v;
+GemmVariant hopper_variant(const char* name, const char* what, HopperStep step, Activation act) {
+  GemmVariant v;
   v.name = name;
   v.what = what;
   v.min_cc = 90;  // TMA, mbarrier tx-counts, wgmma, setmaxnreg (sm_90a)
@@ -313,8 +313,8 @@ Variant hopper_variant(const char* name, const char* what, HopperStep step, Acti
 
 // Step 8, with the wave model's line under the report: how full the last wave
 // is, and whether Stream-K shares it.
-Variant streamk_variant(const char* name, const char* what, Activation act) {
-  Variant v = hopper_variant(name, what, HopperStep::streamk, act);
+GemmVariant streamk_variant(const char* name, const char* what, Activation act) {
+  GemmVariant v = hopper_variant(name, what, HopperStep::streamk, act);
   v.model = [](const GemmShape& s, const wb::KernelConfig& c, const wb::GpuInfo&) {
     return wb::hopper::tma_shape_ok(s) ? wb::stream_k_model_line(s.k, c) : std::string("lesson 03's kernel (no waves model)");
   };
@@ -323,8 +323,8 @@ Variant streamk_variant(const char* name, const char* what, Activation act) {
 
 // Step 9, with the grid's line under the report: how the tiles fall on its
 // blocks, and how they would fall on one block per SM.
-Variant balanced_variant(const char* name, const char* what, Activation act) {
-  Variant v = hopper_variant(name, what, HopperStep::balanced, act);
+GemmVariant balanced_variant(const char* name, const char* what, Activation act) {
+  GemmVariant v = hopper_variant(name, what, HopperStep::balanced, act);
   v.model = [](const GemmShape& s, const wb::KernelConfig& c, const wb::GpuInfo& gpu) {
     return wb::hopper::tma_shape_ok(s) ? wb::balanced_grid_model_line(c, gpu)
                                        : std::string("lesson 03's kernel (no grid model)");
@@ -334,8 +334,8 @@ Variant balanced_variant(const char* name, const char* what, Activation act) {
 
 // NVIDIA's library with its own fused epilogue: what fusing costs there, in
 // the same run. No tiles, no trace.
-Variant cublaslt_variant(const char* name, const char* what, Activation act) {
-  Variant v;
+GemmVariant cublaslt_variant(const char* name, const char* what, Activation act) {
+  GemmVariant v;
   v.name = name;
   v.what = what;
   v.activation = act;
@@ -344,7 +344,7 @@ Variant cublaslt_variant(const char* name, const char* what, Activation act) {
   return v;
 }
 
-std::vector<Variant> variants() {
+std::vector<GemmVariant> variants() {
   return {
       hopper_variant("tma_wgmma", "TMA boxes into a 4-stage mbarrier pipeline, wgmma 64x128x16, one warpgroup",
                      HopperStep::tma_wgmma, Activation::none),
@@ -391,4 +391,6 @@ std::vector<Variant> variants() {
 
 }  // namespace
 
-int main(int argc, char** argv) { return wb::run_lesson("lesson04_hopper", variants(), argc, argv); }
+int main(int argc, char** argv) {
+  return wb::run_lesson(wb::gemm_lesson("lesson04_hopper", variants()), argc, argv);
+}

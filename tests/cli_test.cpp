@@ -119,6 +119,21 @@ INSTANTIATE_TEST_SUITE_P(Lessons, LessonCli,
                          ::testing::Values("lesson01_naive", "lesson02_blocked", "lesson03_grouped",
                                            "lesson04_hopper"));
 
+// A problem's own parameters are checked before any GPU work, like the sizes.
+TEST(ProblemParams, BadValuesAreOneLineAndExit2) {
+  if (!have("harness_selftest")) GTEST_SKIP() << "harness_selftest is not in this build (no CUDA)";
+  const char* bad[] = {"--scale abc", "--scale 9", "--scale ''", "--index-order backwards", "--m 100000 --n 100000"};
+  for (const char* args : bad) {
+    const Ran r = run(std::string("harness_selftest ") + args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
+    EXPECT_EQ(lines(r.out), 1) << args << ": " << r.out;
+  }
+  const Ran help = run("harness_selftest --help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("--index-order"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("sorted, shuffled"), std::string::npos) << help.out;
+}
+
 // --ncu is checked before any GPU work: without Nsight Compute it is one line and exit 2.
 TEST(LessonNcu, WithoutNsightComputeIsAUsageError) {
   if (!have("lesson03_grouped")) GTEST_SKIP() << "lesson03_grouped is not in this build (no CUDA)";

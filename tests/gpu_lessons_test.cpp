@@ -145,6 +145,62 @@ INSTANTIATE_TEST_SUITE_P(Lessons, Traces,
                          ::testing::Combine(::testing::ValuesIn(kLessons), ::testing::ValuesIn(kTraceShapes)),
                          param_name);
 
+// The harness itself, on a problem with two outputs (C fp16, S fp32), a
+// column-major operand, int32 indices, a workspace and an atomic output zeroed
+// in `prepare`: the right variants pass, and each wrong one FAILs on exactly
+// the output it spoils, with exit status 1.
+TEST(HarnessSelftest, RightVariantsPassOnEveryOutput) {
+  if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
+  if (!built("harness_selftest")) GTEST_SKIP() << "harness_selftest is not in this build";
+  const fs::path json = scratch("selftest-right.json");
+  const Ran r = run("harness_selftest --m 37 --n 45 --k 19 --reps 3 --rounds 1 --scale -1.5 --index-order shuffled "
+                    "--variant right,right_workspace,right_atomic --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Results res = read_results(json.string());
+  EXPECT_EQ(res.reference, "cublas_then_sums");
+  EXPECT_EQ(res.header.shape_params.at("scale").value, -1.5);
+  EXPECT_EQ(res.header.shape_params.at("index_order").text, "shuffled");
+  int checked = 0;
+  for (const VariantResult& v : res.variants) {
+    if (v.reference) continue;
+    ++checked;
+    EXPECT_TRUE(v.passed) << v.name;
+    ASSERT_EQ(v.outputs.size(), 2u) << v.name;
+    EXPECT_EQ(v.outputs[0].name, "C");
+    EXPECT_EQ(v.outputs[1].name, "S");
+    for (const OutputCheck& o : v.outputs) EXPECT_TRUE(o.passed) << v.name << " " << o.name;
+  }
+  EXPECT_EQ(checked, 3);
+  fs::remove(json);
+}
+
+TEST(HarnessSelftest, EachWrongVariantFailsOnTheOutputItSpoils) {
+  if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
+  if (!built("harness_selftest")) GTEST_SKIP() << "harness_selftest is not in this build";
+  const struct {
+    const char* variant;
+    const char* spoiled;
+  } cases[] = {{"wrong_c", "C"}, {"wrong_s", "S"}, {"unwritten_c", "C"}, {"unzeroed_atomic", "S"}};
+  for (const auto& c : cases) {
+    const fs::path json = scratch(std::string("selftest-") + c.variant + ".json");
+    const Ran r = run(std::string("harness_selftest --m 37 --n 45 --k 19 --reps 1 --rounds 1 --variant ") + c.variant +
+                      " --json " + json.string());
+    EXPECT_EQ(r.code, 1) << c.variant << ": " << r.out;
+    EXPECT_NE(r.out.find(std::string("variant ") + c.variant + " FAILED on " + c.spoiled + ":"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("FAIL"), std::string::npos) << r.out;
+    const Results res = read_results(json.string());
+    for (const VariantResult& v : res.variants) {
+      if (v.reference) continue;
+      EXPECT_FALSE(v.passed) << c.variant;
+      ASSERT_EQ(v.outputs.size(), 2u);
+      for (const OutputCheck& o : v.outputs)
+        EXPECT_EQ(o.passed, o.name != c.spoiled) << c.variant << " output " << o.name;
+    }
+    fs::remove(json);
+  }
+}
+
 // Too little device memory is one line and exit 1, checked before allocating.
 TEST(DeviceMemory, ShapeThatDoesNotFitIsRefused) {
   if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;

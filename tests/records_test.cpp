@@ -32,7 +32,8 @@ RunHeader sample_header() {
   h.m = 127;
   h.n = 257;
   h.k = 129;
-  h.shape_extra["group_m"] = 8;
+  h.shape_params["group_m"] = ShapeParam{"8", true, 8};
+  h.shape_params["act"] = ShapeParam{"gelu", false, 0};
   return h;
 }
 
@@ -56,7 +57,11 @@ Results sample_results() {
   v.max_abs_err = 0.0078125;
   v.passed = true;
   v.vs_cublas = 0.125;
+  v.outputs.push_back(OutputCheck{"C", 2.5e-4, 2.0e-4, 0.0078125, 0, true});
+  v.outputs.push_back(OutputCheck{"S", 1e-6, 1e-6, 1e-5, 3, false});
   r.variants.push_back(v);
+  r.reference = "cublas_sequence";
+  r.copy_gbps = 2950.5;
   VariantResult s;
   s.name = "tma_wgmma";
   s.what = "Hopper only";
@@ -92,7 +97,10 @@ TEST(Records, ResultsRoundTrip) {
   EXPECT_EQ(back.header.gpu.name, r.header.gpu.name);
   EXPECT_EQ(back.header.gpu.l2_bytes, r.header.gpu.l2_bytes);
   EXPECT_EQ(back.header.m, 127);
-  EXPECT_EQ(back.header.shape_extra.at("group_m"), 8);
+  EXPECT_TRUE(back.header.shape_params.at("group_m").numeric);
+  EXPECT_EQ(back.header.shape_params.at("group_m").value, 8);
+  EXPECT_FALSE(back.header.shape_params.at("act").numeric);
+  EXPECT_EQ(back.header.shape_params.at("act").text, "gelu");
   EXPECT_EQ(back.timing.reps_per_round, 7);
   ASSERT_EQ(back.variants.size(), 2u);
   EXPECT_EQ(back.variants[0].name, "coalesced");
@@ -101,7 +109,34 @@ TEST(Records, ResultsRoundTrip) {
   EXPECT_TRUE(back.variants[0].passed);
   EXPECT_TRUE(back.variants[1].skipped);
   EXPECT_EQ(back.variants[1].skip_reason, "needs a Hopper GPU");
+  EXPECT_EQ(back.reference, "cublas_sequence");
+  EXPECT_DOUBLE_EQ(back.copy_gbps, 2950.5);
+  ASSERT_EQ(back.variants[0].outputs.size(), 2u);
+  EXPECT_EQ(back.variants[0].outputs[1].name, "S");
+  EXPECT_EQ(back.variants[0].outputs[1].mismatches, 3);
+  EXPECT_FALSE(back.variants[0].outputs[1].passed);
   EXPECT_EQ(results_to_json(back), results_to_json(r));
+}
+
+// Results written before the problem interface (no reference, no outputs,
+// numbers only in the shape) still read, as cuBLAS-referenced runs.
+TEST(Records, OlderResultsStillRead) {
+  Results r = sample_results();
+  r.header.shape_params.clear();
+  r.variants[0].outputs.clear();
+  std::string text = results_to_json(r);
+  const auto erase_line = [&](const std::string& key) {
+    const size_t at = text.find("\"" + key + "\"");
+    ASSERT_NE(at, std::string::npos) << key;
+    const size_t begin = text.rfind('\n', at), end = text.find('\n', at);
+    text.erase(begin, end - begin);
+  };
+  erase_line("reference\": \"cublas_sequence");
+  erase_line("copy_gbps");
+  const Results back = results_from_json(text);
+  EXPECT_EQ(back.reference, "cublas");
+  EXPECT_EQ(back.copy_gbps, 0);
+  EXPECT_TRUE(back.variants[0].outputs.empty());
 }
 
 TEST(Records, TraceRoundTrip) {

@@ -123,7 +123,13 @@ void header_to_json(const RunHeader& h, json& j) {
   j["gpu"] = gpu_to_json(h.gpu);
   j["lesson"] = h.lesson;
   json shape{{"m", h.m}, {"n", h.n}, {"k", h.k}};
-  for (const auto& [key, value] : h.shape_extra) shape[key] = value;
+  for (const auto& [key, p] : h.shape_params) {
+    if (p.numeric) {
+      shape[key] = p.value;
+    } else {
+      shape[key] = p.text;
+    }
+  }
   j["shape"] = shape;
   j["dtype"] = h.dtype;
 }
@@ -145,8 +151,20 @@ RunHeader header_from_json(const json& j, const char* what) {
   if (h.m < 1 || h.n < 1 || h.k < 1) throw RecordError("shape: m, n and k must be at least 1");
   for (auto it = s.begin(); it != s.end(); ++it) {
     if (it.key() == "m" || it.key() == "n" || it.key() == "k") continue;
-    if (!it.value().is_number()) throw RecordError("shape." + it.key() + ": expected a number");
-    h.shape_extra[it.key()] = it.value().get<double>();
+    ShapeParam p;
+    if (it.value().is_number()) {
+      p.numeric = true;
+      p.value = it.value().get<double>();
+      if (!std::isfinite(p.value)) throw RecordError("shape." + it.key() + ": not a finite number");
+      std::ostringstream text;
+      text << p.value;
+      p.text = text.str();
+    } else if (it.value().is_string()) {
+      p.text = it.value().get<std::string>();
+    } else {
+      throw RecordError("shape." + it.key() + ": expected a number or a string");
+    }
+    h.shape_params[it.key()] = p;
   }
   h.dtype = get_string(j, "dtype", what);
   return h;
@@ -167,7 +185,9 @@ std::string results_to_json(const Results& r) {
                      {"warmup", r.timing.warmup},
                      {"l2_flush_bytes", r.timing.l2_flush_bytes},
                      {"statistic", "median of all timed runs; vs_cublas is the median over rounds of "
-                                   "(cuBLAS round median / variant round median)"}};
+                                   "(reference round median / variant round median)"}};
+  j["reference"] = r.reference;
+  if (r.copy_gbps > 0) j["copy_gbps"] = r.copy_gbps;
   json vs = json::array();
   for (const VariantResult& v : r.variants) {
     json e{{"name", v.name}, {"what", v.what}, {"reference", v.reference}, {"skipped", v.skipped}};
@@ -188,6 +208,17 @@ std::string results_to_json(const Results& r) {
                     {"checked", v.checked},
                     {"passed", v.passed},
                     {"vs_cublas", v.vs_cublas}});
+      if (!v.outputs.empty()) {
+        json outs = json::array();
+        for (const OutputCheck& o : v.outputs)
+          outs.push_back(json{{"name", o.name},
+                              {"rel_err", o.rel_err},
+                              {"rel_err_fp64", o.rel_err_fp64},
+                              {"max_abs_err", o.max_abs_err},
+                              {"mismatches", o.mismatches},
+                              {"passed", o.passed}});
+        e["outputs"] = outs;
+      }
     }
     vs.push_back(std::move(e));
   }
@@ -205,6 +236,12 @@ Results results_from_json(const std::string& text) {
   r.timing.reps_per_round = int(get_nonneg(t, "reps_per_round", "timing"));
   r.timing.warmup = int(get_nonneg(t, "warmup", "timing"));
   r.timing.l2_flush_bytes = get_nonneg(t, "l2_flush_bytes", "timing");
+  // Files written before these were kept name no reference (it was cuBLAS) and no copy rate.
+  if (j.contains("reference")) r.reference = get_string(j, "reference", "results");
+  if (j.contains("copy_gbps")) {
+    r.copy_gbps = get_number(j, "copy_gbps", "results");
+    if (r.copy_gbps < 0) throw RecordError("results.copy_gbps: must not be negative");
+  }
   const json& vs = *field_ptr(j, "variants", "results");
   if (!vs.is_array()) throw RecordError("results.variants: expected an array");
   for (size_t i = 0; i < vs.size(); ++i) {
@@ -235,6 +272,21 @@ Results results_from_json(const std::string& text) {
       v.checked = get_bool(e, "checked", w);
       v.passed = get_bool(e, "passed", w);
       v.vs_cublas = get_number(e, "vs_cublas", w);
+      if (e.contains("outputs")) {
+        const json& outs = e["outputs"];
+        if (!outs.is_array()) throw RecordError(w + ".outputs: expected an array");
+        for (size_t o = 0; o < outs.size(); ++o) {
+          const std::string wo = w + ".outputs[" + std::to_string(o) + "]";
+          OutputCheck c;
+          c.name = get_string(outs[o], "name", wo);
+          c.rel_err = get_number(outs[o], "rel_err", wo);
+          c.rel_err_fp64 = get_number(outs[o], "rel_err_fp64", wo);
+          c.max_abs_err = get_number(outs[o], "max_abs_err", wo);
+          c.mismatches = get_nonneg(outs[o], "mismatches", wo);
+          c.passed = get_bool(outs[o], "passed", wo);
+          v.outputs.push_back(std::move(c));
+        }
+      }
     }
     r.variants.push_back(std::move(v));
   }

@@ -44,6 +44,14 @@ struct Versions {
   std::string cublas;
 };
 
+// A lesson's own size parameter, as given on its command line: a number, or a
+// word (an activation's name, a model's).
+struct ShapeParam {
+  std::string text;     // as given (numbers too)
+  bool numeric = false;
+  double value = 0;     // when numeric
+};
+
 // Everything a results file and a trace file share.
 struct RunHeader {
   std::string date;    // ISO 8601, UTC
@@ -52,8 +60,19 @@ struct RunHeader {
   GpuInfo gpu;
   std::string lesson;  // e.g. "lesson02_blocked"
   int64_t m = 0, n = 0, k = 0;
-  std::map<std::string, double> shape_extra;  // lesson-specific (sparsity, group size, ...)
+  std::map<std::string, ShapeParam> shape_params;  // the lesson's own (act, split_k, group_size, sparsity, ...)
   std::string dtype = "fp16 in, fp32 accumulate, fp16 out";
+};
+
+// One output of a variant, checked against the reference's and against fp64
+// on sampled rows.
+struct OutputCheck {
+  std::string name;             // "C", "dX", ...
+  double rel_err = 0;           // ||out - reference|| / ||reference||
+  double rel_err_fp64 = 0;      // same, against fp64 on sampled rows
+  double max_abs_err = 0;       // against fp64
+  int64_t mismatches = 0;       // elements outside the elementwise bound (NaN counts)
+  bool passed = false;
 };
 
 struct VariantResult {
@@ -67,12 +86,13 @@ struct VariantResult {
   double flops = 0;             // work this variant does
   double bytes = 0;             // DRAM bytes this variant must move at least
   double tflops = 0, gbps = 0;
-  double rel_err = 0;           // ||out - cuBLAS|| / ||cuBLAS||
+  double rel_err = 0;           // ||out - reference|| / ||reference|| (the worst output)
   double rel_err_fp64 = 0;      // same, against the fp64 reference on sampled rows
   double max_abs_err = 0;       // against the fp64 reference
   bool checked = true;          // false with --no-check
   bool passed = false;
-  double vs_cublas = 0;         // cuBLAS median / this median, same run
+  double vs_cublas = 0;         // the reference's median / this median, same run
+  std::vector<OutputCheck> outputs;  // per output (empty in files written before they were kept)
 };
 
 struct TimingSetup {
@@ -85,6 +105,8 @@ struct TimingSetup {
 struct Results {
   RunHeader header;
   TimingSetup timing;
+  std::string reference = "cublas";  // the name of the row every variant is timed against
+  double copy_gbps = 0;              // a device-to-device copy in the same run (read + write), 0: not measured
   std::vector<VariantResult> variants;
 };
 

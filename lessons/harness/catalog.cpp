@@ -1,5 +1,7 @@
 #include "harness/catalog.hpp"
 
+#include <stdexcept>
+
 namespace wb {
 
 const std::vector<LessonInfo>& lesson_catalog() {
@@ -53,6 +55,11 @@ const LessonInfo* find_lesson(const std::string& id) {
   for (const LessonInfo& l : lesson_catalog())
     if (l.id == id) return &l;
   return nullptr;
+}
+
+const LessonInfo& catalog_entry(const std::string& id) {
+  if (const LessonInfo* l = find_lesson(id)) return *l;
+  throw std::out_of_range(id + ": not in the lesson catalogue");
 }
 
 std::string lesson_explanation(const LessonInfo& l) {

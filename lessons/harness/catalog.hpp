@@ -22,6 +22,8 @@ struct LessonInfo {
 const std::vector<LessonInfo>& lesson_catalog();
 // nullptr when `id` is not a lesson.
 const LessonInfo* find_lesson(const std::string& id);
+// The entry for `id`; throws std::out_of_range when `id` is not a lesson.
+const LessonInfo& catalog_entry(const std::string& id);
 
 // Prints the lesson's explanation (title, what is new, why faster, what to check).
 std::string lesson_explanation(const LessonInfo& lesson);

@@ -1,9 +1,9 @@
 // The harness behind every lesson: options -> GPU checks -> verification
-// against cuBLAS and fp64 -> interleaved timing against cuBLAS -> report,
-// results JSON and traces. See harness.cuh.
+// against the reference and fp64 -> interleaved timing against the reference
+// -> report, results JSON and traces. See harness.cuh.
 #include "harness/harness.cuh"
 
-#include <cublas_v2.h>
+#include <cuda_fp16.h>
 #include <cuda_profiler_api.h>
 #include <unistd.h>
 
@@ -13,19 +13,18 @@
 #include <cstring>
 #include <memory>
 #include <random>
-#include <set>
 
+#include "common/check.cuh"
 #include "common/device_buffer.cuh"
 #include "harness/catalog.hpp"
 #include "harness/ncu.hpp"
 #include "harness/options.hpp"
 #include "harness/report.hpp"
+#include "harness/verify.hpp"
 
 namespace wb {
 
 namespace {
-
-// ---------------------------------------------------------------- RAII
 
 struct CublasHandle {
   cublasHandle_t h = nullptr;
@@ -39,11 +38,6 @@ struct CublasHandle {
   CublasHandle& operator=(const CublasHandle&) = delete;
 };
 
-void cublas_check(cublasStatus_t st, const char* what) {
-  if (st != CUBLAS_STATUS_SUCCESS)
-    throw CudaError(std::string("cuBLAS error ") + std::to_string(int(st)) + " in " + what);
-}
-
 // ---------------------------------------------------------------- data
 
 __device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
@@ -54,90 +48,38 @@ __device__ __forceinline__ uint64_t splitmix64(uint64_t x) {
 }
 
 // Uniform in [-1, 1), a pure function of (seed, tensor, index): reproducible, never zero-filled.
-__global__ void fill_uniform_kernel(__half* out, size_t count, uint64_t seed, uint64_t tensor) {
+template <class T>
+__global__ void fill_uniform_kernel(T* out, size_t count, uint64_t seed, uint64_t tensor) {
   const uint64_t salt = splitmix64(seed * 0x100000001B3ull + tensor);
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
     const uint64_t r = splitmix64(salt ^ i);
     const float u = float(r >> 40) * (1.0f / 16777216.0f);  // [0, 1)
-    out[i] = __float2half(2.0f * u - 1.0f);
+    out[i] = T(2.0f * u - 1.0f);
   }
 }
 
-void fill_uniform(__half* out, size_t count, uint64_t seed, uint64_t tensor, cudaStream_t s) {
-  fill_uniform_kernel<<<1024, 256, 0, s>>>(out, count, seed, tensor);
+// Fills input `index` (tensor id index + 1: A, B of lessons 01-04 are 1, 2).
+void fill_uniform(const TensorSpec& spec, void* data, uint64_t seed, size_t index, cudaStream_t s) {
+  const uint64_t tensor = index + 1;
+  switch (spec.dtype) {
+    case DType::f16:
+      fill_uniform_kernel<<<1024, 256, 0, s>>>(static_cast<__half*>(data), size_t(spec.count()), seed, tensor);
+      break;
+    case DType::f32:
+      fill_uniform_kernel<<<1024, 256, 0, s>>>(static_cast<float*>(data), size_t(spec.count()), seed, tensor);
+      break;
+    case DType::i32:
+    case DType::u4x8:
+      throw CudaError("input " + spec.name + " (" + dtype_name(spec.dtype) +
+                      ") has no uniform fill: the problem must fill it (filled_by_problem)");
+  }
   CUDA_CHECK_LAUNCH();
 }
 
-// cuBLAS is column-major; a row-major C = A B is the column-major C^T = B^T A^T.
-void cublas_gemm(cublasHandle_t h, const GemmArgs& g) {
-  const float alpha = 1.0f, beta = 0.0f;
-  cublas_check(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, g.n, g.m, g.k, &alpha, g.b, CUDA_R_16F, g.n, g.a,
-                            CUDA_R_16F, g.k, &beta, g.c, CUDA_R_16F, g.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-               "cublasGemmEx");
-}
-
-std::vector<float> to_host_float(const __half* d, size_t count) {
-  std::vector<__half> h(count);
-  CUDA_CHECK(cudaMemcpy(h.data(), d, count * sizeof(__half), cudaMemcpyDeviceToHost));
-  std::vector<float> f(count);
-  for (size_t i = 0; i < count; ++i) f[i] = __half2float(h[i]);
-  return f;
-}
-
-// ---------------------------------------------------------------- verification
-
-// fp64 rows of C = act(A B) for a sample of rows: first, last and random ones.
-struct Fp64Sample {
-  std::vector<int> rows;
-  std::vector<double> pre_activation;  // rows.size() x n
-};
-
-Fp64Sample fp64_reference_rows(const std::vector<float>& a_rows, const std::vector<int>& rows,
-                               const std::vector<float>& b, int n, int k) {
-  Fp64Sample s;
-  s.rows = rows;
-  s.pre_activation.assign(rows.size() * size_t(n), 0.0);
-  for (size_t r = 0; r < rows.size(); ++r) {
-    double* out = &s.pre_activation[r * size_t(n)];
-    const float* arow = &a_rows[r * size_t(k)];
-    for (int kk = 0; kk < k; ++kk) {
-      const double av = arow[kk];
-      const float* brow = &b[size_t(kk) * n];
-      for (int j = 0; j < n; ++j) out[j] += av * double(brow[j]);
-    }
-  }
-  return s;
-}
-
-struct Comparison {
-  double rel_err = 0;      // ||out - ref|| / ||ref||
-  double max_abs_err = 0;
-  int64_t mismatches = 0;  // elements outside the elementwise bound, or not finite
-};
-
-// Elementwise bound: |out - ref| <= 1e-2 |ref| + 1e-2 rms(ref). fp16 output is
-// within one ulp (~1e-3 |ref|) of the truth, so a correct kernel is far inside;
-// a single wrong or unwritten (NaN-poisoned) element is outside.
-template <class RefAt>
-Comparison compare(size_t count, const float* out, RefAt ref_at) {
-  double diff2 = 0, ref2 = 0;
-  for (size_t i = 0; i < count; ++i) ref2 += ref_at(i) * ref_at(i);
-  const double rms = std::sqrt(ref2 / double(count ? count : 1));
-  Comparison c;
-  for (size_t i = 0; i < count; ++i) {
-    const double r = ref_at(i), o = out[i];
-    const double d = std::fabs(o - r);
-    if (!std::isfinite(o) || !(d <= 1e-2 * std::fabs(r) + 1e-2 * rms)) ++c.mismatches;
-    if (std::isfinite(d)) {
-      diff2 += d * d;
-      c.max_abs_err = std::max(c.max_abs_err, d);
-    } else {
-      c.max_abs_err = INFINITY;
-      diff2 = INFINITY;
-    }
-  }
-  c.rel_err = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
-  return c;
+HostTensor to_host(const TensorSpec& spec, const void* device) {
+  HostTensor t(spec);
+  CUDA_CHECK(cudaMemcpy(t.data.data(), device, spec.bytes(), cudaMemcpyDeviceToHost));
+  return t;
 }
 
 double median_of(std::vector<float> v) {
@@ -200,146 +142,235 @@ std::string gib(double bytes) {
   return buf;
 }
 
+std::string size_text(const ProblemSize& s) {
+  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+}
+
 // ---------------------------------------------------------------- the run
 
 struct Selected {
   const Variant* variant;
   std::string skip_reason;
   KernelConfig config;
-  std::shared_ptr<DeviceBuffer<unsigned char>> workspace;
+  std::unique_ptr<DeviceBuffer<unsigned char>> workspace;
 };
 
 class LessonRun {
  public:
-  LessonRun(const LessonInfo& info, const LessonOptions& opt, std::vector<Selected> selected, std::string ncu)
-      : info_(info), opt_(opt), selected_(std::move(selected)), ncu_(std::move(ncu)) {}
+  LessonRun(const Lesson& lesson, const LessonOptions& opt, std::vector<Selected> selected, std::string ncu)
+      : lesson_(lesson), problem_(lesson.problem), opt_(opt), selected_(std::move(selected)), ncu_(std::move(ncu)) {
+    size_.m = opt.m;
+    size_.n = opt.n;
+    size_.k = opt.k;
+    size_.params = opt.params;
+  }
 
   int run();
 
  private:
   int profile_once();
   bool measure_with_ncu();
+  void measure_copy_bandwidth();
   void allocate();
   void verify(size_t i, VariantResult& out);
-  void time_all(std::vector<VariantResult>& results, VariantResult& cublas_row);
+  void time_all(std::vector<VariantResult>& results, VariantResult& reference_row);
   void write_traces(const std::vector<VariantResult>& results);
-  // Variant i's arguments: its workspace too.
-  GemmArgs with_workspace(GemmArgs g, size_t i) const {
-    if (const auto& w = selected_[i].workspace) {
-      g.workspace = w->get();
-      g.workspace_bytes = w->bytes();
-    }
-    return g;
-  }
-  GemmArgs args(__half* c, TraceRecord* trace = nullptr) const {
-    return GemmArgs{a_.get(), b_.get(), c, opt_.m, opt_.n, opt_.k, trace, nullptr, 0};
-  }
-  // One timed run: poison C, flush L2, then time only the launch.
-  void enqueue_timed(const std::function<void(const GemmArgs&)>& launch, __half* c, TraceRecord* trace,
-                     cudaEvent_t start, cudaEvent_t end, int salt);
+  // The buffers a launch of variant `i` gets (SIZE_MAX: the reference), writing `outputs`.
+  Buffers buffers(const std::vector<DeviceBuffer<unsigned char>>& outputs, size_t i,
+                  TraceRecord* trace = nullptr) const;
+  void poison(const std::vector<DeviceBuffer<unsigned char>>& outputs) const;
+  // One timed run: poison the outputs, flush L2, then time `prepare` + `launch`.
+  void enqueue_timed(const LaunchFn& prepare, const LaunchFn& launch, const Buffers& b, cudaEvent_t start,
+                     cudaEvent_t end, int salt);
 
-  const LessonInfo& info_;
+  const Lesson& lesson_;
+  const Problem& problem_;
   const LessonOptions& opt_;
+  ProblemSize size_;
   std::vector<Selected> selected_;
   std::string ncu_;  // Nsight Compute's ncu, for --ncu
   RunHeader header_;
+  double copy_gbps_ = 0;
   Stream stream_;
   std::unique_ptr<CublasHandle> cublas_;
-  DeviceBuffer<__half> a_, b_, c_, c_ref_;
+  std::vector<TensorSpec> input_specs_, output_specs_;
+  std::vector<DeviceBuffer<unsigned char>> inputs_, outputs_, reference_outputs_;
   DeviceBuffer<unsigned char> flush_;
-  std::vector<float> ref_host_;  // cuBLAS output, pre-activation
-  Fp64Sample fp64_;
+  std::vector<HostTensor> reference_host_;        // the reference's outputs
+  std::vector<std::vector<int64_t>> fp64_rows_;   // per output: the sampled rows
+  std::vector<std::vector<double>> fp64_values_;  // per output: rows x cols
 };
 
-void LessonRun::enqueue_timed(const std::function<void(const GemmArgs&)>& launch, __half* c, TraceRecord* trace,
-                              cudaEvent_t start, cudaEvent_t end, int salt) {
-  CUDA_CHECK(cudaMemsetAsync(c, 0xFF, size_t(opt_.m) * opt_.n * sizeof(__half), stream_.s));
+Buffers LessonRun::buffers(const std::vector<DeviceBuffer<unsigned char>>& outputs, size_t i,
+                           TraceRecord* trace) const {
+  Buffers b;
+  b.size = size_;
+  for (const auto& in : inputs_) b.inputs.push_back(in.get());
+  for (const auto& out : outputs) b.outputs.push_back(out.get());
+  if (i < selected_.size() && selected_[i].workspace) {
+    b.workspace = selected_[i].workspace->get();
+    b.workspace_bytes = selected_[i].workspace->bytes();
+  }
+  b.trace = trace;
+  b.cublas = cublas_ ? cublas_->h : nullptr;
+  return b;
+}
+
+void LessonRun::poison(const std::vector<DeviceBuffer<unsigned char>>& outputs) const {
+  for (const auto& out : outputs) CUDA_CHECK(cudaMemsetAsync(out.get(), 0xFF, out.bytes(), stream_.s));  // NaN
+}
+
+void LessonRun::enqueue_timed(const LaunchFn& prepare, const LaunchFn& launch, const Buffers& b, cudaEvent_t start,
+                              cudaEvent_t end, int salt) {
+  poison(outputs_);
   CUDA_CHECK(cudaMemsetAsync(flush_.get(), salt & 0xFF, flush_.bytes(), stream_.s));
   CUDA_CHECK(cudaEventRecord(start, stream_.s));
-  launch(args(c, trace));
+  if (prepare) prepare(b, stream_.s);
+  launch(b, stream_.s);
   CUDA_CHECK(cudaEventRecord(end, stream_.s));
 }
 
+// A device-to-device copy of the lesson's chosen size, timed like the
+// variants (median of 9 after a warm-up), counting bytes read and written.
+void LessonRun::measure_copy_bandwidth() {
+  if (!lesson_.copy_bytes) return;
+  const size_t bytes = size_t(lesson_.copy_bytes(size_));
+  if (bytes == 0) return;
+  size_t free_b = 0, total_b = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  if (2.0 * double(bytes) + double(256u << 20) > double(free_b)) return;  // no room: not measured
+  DeviceBuffer<unsigned char> from(bytes), to(bytes);
+  CUDA_CHECK(cudaMemsetAsync(from.get(), 0x3C, bytes, stream_.s));
+  std::vector<float> ms;
+  for (int r = 0; r < 10; ++r) {
+    Event start, end;
+    CUDA_CHECK(cudaEventRecord(start.e, stream_.s));
+    CUDA_CHECK(cudaMemcpyAsync(to.get(), from.get(), bytes, cudaMemcpyDeviceToDevice, stream_.s));
+    CUDA_CHECK(cudaEventRecord(end.e, stream_.s));
+    CUDA_CHECK(cudaEventSynchronize(end.e));
+    float t = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&t, start.e, end.e));
+    if (r > 0) ms.push_back(t);
+  }
+  copy_gbps_ = 2.0 * double(bytes) / (median_of(ms) * 1e-3) / 1e9;
+}
+
 void LessonRun::allocate() {
-  const size_t m = size_t(opt_.m), n = size_t(opt_.n), k = size_t(opt_.k);
+  input_specs_ = problem_.inputs(size_);
+  output_specs_ = problem_.outputs(size_);
+  double operand_bytes = 0;
+  for (const TensorSpec& t : input_specs_) operand_bytes += double(t.bytes());
+  for (const TensorSpec& t : output_specs_) operand_bytes += 2.0 * double(t.bytes());  // variants' and reference's
   const size_t flush_bytes = std::max<size_t>(size_t(2 * header_.gpu.l2_bytes), size_t(64) << 20);
-  size_t trace_bytes = 0;
-  if (!opt_.trace_path.empty())
-    for (const Selected& s : selected_) trace_bytes = std::max(trace_bytes, size_t(s.config.work_units) * sizeof(TraceRecord));
-  const double need = double(m * k + k * n + 2 * m * n) * sizeof(__half) + double(flush_bytes) + double(trace_bytes) +
+  size_t trace_bytes = 0, workspace_bytes = 0;
+  for (const Selected& s : selected_) {
+    if (!s.skip_reason.empty()) continue;
+    if (!opt_.trace_path.empty()) trace_bytes = std::max(trace_bytes, size_t(s.config.work_units) * sizeof(TraceRecord));
+    if (s.variant->workspace_bytes) workspace_bytes += s.variant->workspace_bytes(size_);
+  }
+  const double need = operand_bytes + double(flush_bytes) + double(trace_bytes) + double(workspace_bytes) +
                       double(256u << 20);  // cuBLAS workspace and context headroom
   size_t free_b = 0, total_b = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   if (need > double(free_b))
-    throw CudaError("shape " + std::to_string(opt_.m) + "x" + std::to_string(opt_.n) + "x" + std::to_string(opt_.k) +
-                    " needs " + gib(need) + " of device memory; " + gib(double(free_b)) + " is free");
-  a_ = DeviceBuffer<__half>(m * k);
-  b_ = DeviceBuffer<__half>(k * n);
-  c_ = DeviceBuffer<__half>(m * n);
-  c_ref_ = DeviceBuffer<__half>(m * n);
+    throw CudaError("shape " + size_text(size_) + " needs " + gib(need) + " of device memory; " +
+                    gib(double(free_b)) + " is free");
+
+  // Inputs: uniform in [-1, 1) on the device, or the problem's own values.
+  std::vector<HostTensor> by_problem(input_specs_.size());
+  bool any_by_problem = false;
+  for (size_t i = 0; i < input_specs_.size(); ++i) {
+    inputs_.emplace_back(input_specs_[i].bytes());
+    if (input_specs_[i].filled_by_problem) {
+      by_problem[i] = HostTensor(input_specs_[i]);
+      any_by_problem = true;
+    } else {
+      fill_uniform(input_specs_[i], inputs_.back().get(), opt_.seed, i, stream_.s);
+    }
+  }
+  if (any_by_problem) {
+    if (!problem_.fill) throw CudaError("the problem marks inputs filled_by_problem but has no fill()");
+    problem_.fill(size_, by_problem, opt_.seed);
+    for (size_t i = 0; i < input_specs_.size(); ++i)
+      if (input_specs_[i].filled_by_problem)
+        CUDA_CHECK(cudaMemcpy(inputs_[i].get(), by_problem[i].data.data(), input_specs_[i].bytes(),
+                              cudaMemcpyHostToDevice));
+  }
+  for (const TensorSpec& t : output_specs_) {
+    outputs_.emplace_back(t.bytes());
+    reference_outputs_.emplace_back(t.bytes());
+  }
   flush_ = DeviceBuffer<unsigned char>(flush_bytes);
-  fill_uniform(a_.get(), a_.size(), opt_.seed, 1, stream_.s);
-  fill_uniform(b_.get(), b_.size(), opt_.seed, 2, stream_.s);
+  for (Selected& s : selected_) {
+    if (!s.skip_reason.empty() || !s.variant->workspace_bytes) continue;
+    const size_t bytes = s.variant->workspace_bytes(size_);
+    if (bytes == 0) continue;
+    s.workspace = std::make_unique<DeviceBuffer<unsigned char>>(bytes);
+    CUDA_CHECK(cudaMemsetAsync(s.workspace->get(), 0, bytes, stream_.s));
+  }
+
   cublas_ = std::make_unique<CublasHandle>();
-  cublas_check(cublasSetStream(cublas_->h, stream_.s), "cublasSetStream");
-  cublas_gemm(cublas_->h, args(c_ref_.get()));
+  if (cublasSetStream(cublas_->h, stream_.s) != CUBLAS_STATUS_SUCCESS) throw CudaError("cuBLAS: cublasSetStream failed");
+  poison(reference_outputs_);
+  problem_.reference.launch(buffers(reference_outputs_, SIZE_MAX), stream_.s);
+  CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaStreamSynchronize(stream_.s));
   if (opt_.no_check) return;
 
-  ref_host_ = to_host_float(c_ref_.get(), m * n);
-  // fp64 reference on sampled rows: the first, the last and up to 14 random others.
-  std::set<int> rows{0, opt_.m - 1};
-  std::mt19937_64 rng(opt_.seed);
-  while (int(rows.size()) < std::min(opt_.m, 16)) rows.insert(int(rng() % uint64_t(opt_.m)));
-  const std::vector<int> row_list(rows.begin(), rows.end());
-  std::vector<float> a_rows(row_list.size() * k);
-  for (size_t r = 0; r < row_list.size(); ++r) {
-    const auto part = to_host_float(a_.get() + size_t(row_list[r]) * k, k);
-    std::copy(part.begin(), part.end(), a_rows.begin() + r * k);
+  // What the checks compare with: the reference's outputs, and fp64 on sampled
+  // rows of each output (the first, the last and up to 14 random others).
+  std::vector<HostTensor> inputs_host;
+  for (size_t i = 0; i < input_specs_.size(); ++i)
+    inputs_host.push_back(input_specs_[i].filled_by_problem ? std::move(by_problem[i])
+                                                            : to_host(input_specs_[i], inputs_[i].get()));
+  for (size_t o = 0; o < output_specs_.size(); ++o) {
+    reference_host_.push_back(to_host(output_specs_[o], reference_outputs_[o].get()));
+    fp64_rows_.push_back(sample_rows(output_specs_[o].rows, opt_.seed + o));
+    fp64_values_.push_back(problem_.fp64_rows(size_, inputs_host, o, fp64_rows_.back()));
+    if (fp64_values_.back().size() != fp64_rows_.back().size() * size_t(output_specs_[o].cols))
+      throw CudaError("the problem's fp64_rows returned the wrong number of values for " + output_specs_[o].name);
   }
-  fp64_ = fp64_reference_rows(a_rows, row_list, to_host_float(b_.get(), k * n), opt_.n, opt_.k);
 }
 
 void LessonRun::verify(size_t i, VariantResult& out) {
   const Variant& v = *selected_[i].variant;
-  const size_t mn = size_t(opt_.m) * opt_.n;
-  CUDA_CHECK(cudaMemsetAsync(c_.get(), 0xFF, mn * sizeof(__half), stream_.s));  // fp16 NaN
-  v.launch(with_workspace(args(c_.get()), i), stream_.s);
+  poison(outputs_);
+  const Buffers b = buffers(outputs_, i);
+  if (v.prepare) v.prepare(b, stream_.s);
+  v.launch(b, stream_.s);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaStreamSynchronize(stream_.s));
   if (opt_.no_check) {
     out.checked = false;
     return;
   }
-  const std::vector<float> got = to_host_float(c_.get(), mn);
-  const Activation act = v.activation;
-  const Comparison vs_cublas =
-      compare(mn, got.data(), [&](size_t e) { return double(apply_activation(act, ref_host_[e])); });
-  std::vector<float> got_rows(fp64_.rows.size() * size_t(opt_.n));
-  for (size_t r = 0; r < fp64_.rows.size(); ++r)
-    std::copy_n(got.begin() + size_t(fp64_.rows[r]) * opt_.n, opt_.n, got_rows.begin() + r * opt_.n);
-  const Comparison vs_fp64 = compare(got_rows.size(), got_rows.data(),
-                                     [&](size_t e) { return apply_activation(act, fp64_.pre_activation[e]); });
-  out.rel_err = vs_cublas.rel_err;
-  out.rel_err_fp64 = vs_fp64.rel_err;
-  out.max_abs_err = vs_fp64.max_abs_err;
-  out.passed = vs_cublas.mismatches == 0 && vs_fp64.mismatches == 0 && vs_cublas.rel_err <= 5e-3 &&
-               vs_fp64.rel_err <= 5e-3;
-  if (!out.passed)
-    std::fprintf(stderr, "%s: variant %s FAILED: %lld of %zu elements differ from cuBLAS, %lld of %zu sampled fp64 "
-                         "elements; rel. err %.3e (cuBLAS), %.3e (fp64)\n",
-                 info_.id.c_str(), v.name.c_str(), (long long)vs_cublas.mismatches, mn, (long long)vs_fp64.mismatches,
-                 got_rows.size(), vs_cublas.rel_err, vs_fp64.rel_err);
+  out.passed = true;
+  for (size_t o = 0; o < output_specs_.size(); ++o) {
+    const HostTensor got = to_host(output_specs_[o], outputs_[o].get());
+    const OutputVerdict verdict =
+        check_output(got, reference_host_[o], v.activation, fp64_rows_[o], fp64_values_[o], problem_.tolerance);
+    out.outputs.push_back(verdict.check);
+    out.rel_err = std::max(out.rel_err, verdict.check.rel_err);
+    out.rel_err_fp64 = std::max(out.rel_err_fp64, verdict.check.rel_err_fp64);
+    out.max_abs_err = std::max(out.max_abs_err, verdict.check.max_abs_err);
+    if (std::isnan(verdict.check.rel_err)) out.rel_err = verdict.check.rel_err;
+    if (std::isnan(verdict.check.rel_err_fp64)) out.rel_err_fp64 = verdict.check.rel_err_fp64;
+    if (!verdict.check.passed) {
+      out.passed = false;
+      std::fprintf(stderr, "%s: variant %s FAILED on %s\n", lesson_.info.id.c_str(), v.name.c_str(),
+                   describe_failure(verdict, problem_.reference.label).c_str());
+    }
+  }
 }
 
-void LessonRun::time_all(std::vector<VariantResult>& results, VariantResult& cublas_row) {
+void LessonRun::time_all(std::vector<VariantResult>& results, VariantResult& reference_row) {
   const int per_round = std::max(1, (opt_.reps + opt_.rounds - 1) / opt_.rounds);
   std::vector<Event> starts(static_cast<size_t>(per_round)), ends(static_cast<size_t>(per_round));
-  const auto cublas_launch = [&](const GemmArgs& g) { cublas_gemm(cublas_->h, g); };
+  const LaunchFn& reference = problem_.reference.launch;
 
   // Returns the round's samples (ms).
-  const auto time_round = [&](const std::function<void(const GemmArgs&)>& launch, int salt) {
-    for (int r = 0; r < per_round; ++r) enqueue_timed(launch, c_.get(), nullptr, starts[r].e, ends[r].e, salt + r);
+  const auto time_round = [&](const LaunchFn& prepare, const LaunchFn& launch, const Buffers& b, int salt) {
+    for (int r = 0; r < per_round; ++r) enqueue_timed(prepare, launch, b, starts[r].e, ends[r].e, salt + r);
     CUDA_CHECK(cudaStreamSynchronize(stream_.s));
     CUDA_CHECK_LAUNCH();
     std::vector<float> ms(static_cast<size_t>(per_round));
@@ -348,20 +379,23 @@ void LessonRun::time_all(std::vector<VariantResult>& results, VariantResult& cub
   };
 
   // Warm-up: one more untimed run of each (the verification run was the first).
-  for (size_t i = 0; i < selected_.size(); ++i)
-    if (selected_[i].skip_reason.empty()) selected_[i].variant->launch(with_workspace(args(c_.get()), i), stream_.s);
-  cublas_launch(args(c_.get()));
+  for (size_t i = 0; i < selected_.size(); ++i) {
+    if (!selected_[i].skip_reason.empty()) continue;
+    const Buffers b = buffers(outputs_, i);
+    if (selected_[i].variant->prepare) selected_[i].variant->prepare(b, stream_.s);
+    selected_[i].variant->launch(b, stream_.s);
+  }
+  const Buffers reference_buffers = buffers(outputs_, SIZE_MAX);
+  reference(reference_buffers, stream_.s);
   CUDA_CHECK(cudaStreamSynchronize(stream_.s));
 
-  std::vector<float> cublas_all;
+  std::vector<float> reference_all;
   std::vector<std::vector<float>> all(selected_.size());
   std::vector<std::vector<double>> ratios(selected_.size());
   // Each round takes the variants in a new random order. In a fixed order each
   // variant always follows the same neighbours, and what they leave behind
-  // (the board's clock, most likely) biases it the same way every round: at
-  // 2048^3 on H100, 45 rounds in a fixed order put balanced_gelu 4.0-4.4%
-  // behind balanced with one list of variants and 1.5-2.1% AHEAD of it with
-  // another, though it does strictly more work; shuffled, both gave 1.0-2.6%.
+  // (the board's clock, most likely) biases it the same way every round
+  // (docs/notes/measuring.md).
   std::vector<size_t> order(selected_.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::mt19937_64 shuffler(opt_.seed ^ 0x5DEECE66Dull);
@@ -370,37 +404,38 @@ void LessonRun::time_all(std::vector<VariantResult>& results, VariantResult& cub
     for (const size_t i : order) {
       if (!selected_[i].skip_reason.empty()) continue;
       const Variant& v = *selected_[i].variant;
-      const auto ours =
-          time_round([&](const GemmArgs& g) { v.launch(with_workspace(g, i), stream_.s); }, round * 7 + int(i));
-      const auto theirs = time_round(cublas_launch, round * 7 + int(i) + 3);
+      const auto ours = time_round(v.prepare, v.launch, buffers(outputs_, i), round * 7 + int(i));
+      const auto theirs = time_round(LaunchFn(), reference, reference_buffers, round * 7 + int(i) + 3);
       all[i].insert(all[i].end(), ours.begin(), ours.end());
-      cublas_all.insert(cublas_all.end(), theirs.begin(), theirs.end());
+      reference_all.insert(reference_all.end(), theirs.begin(), theirs.end());
       ratios[i].push_back(median_of(theirs) / median_of(ours));
     }
   }
-  const double flops = 2.0 * opt_.m * double(opt_.n) * opt_.k;
-  const GemmShape shape{opt_.m, opt_.n, opt_.k};
-  const double min_bytes = 2.0 * (double(opt_.m) * opt_.k + double(opt_.k) * opt_.n + double(opt_.m) * opt_.n);
-  const auto fill = [&](VariantResult& r, const std::vector<float>& samples, double bytes) {
+  double min_bytes = 0;
+  for (const TensorSpec& t : input_specs_) min_bytes += double(t.bytes());
+  for (const TensorSpec& t : output_specs_) min_bytes += double(t.bytes());
+  if (problem_.bytes) min_bytes = problem_.bytes(size_);
+  const double flops = problem_.flops ? problem_.flops(size_) : 0.0;
+  const auto fill = [&](VariantResult& r, const std::vector<float>& samples, double work, double bytes) {
     r.median_ms = median_of(samples);
     r.min_ms = *std::min_element(samples.begin(), samples.end());
     r.max_ms = *std::max_element(samples.begin(), samples.end());
     r.samples = int(samples.size());
-    r.flops = flops;
+    r.flops = work;
     r.bytes = bytes;
-    r.tflops = flops / (r.median_ms * 1e-3) / 1e12;
+    r.tflops = work / (r.median_ms * 1e-3) / 1e12;
     r.gbps = bytes / (r.median_ms * 1e-3) / 1e9;
   };
   for (size_t i = 0; i < selected_.size(); ++i) {
     if (!selected_[i].skip_reason.empty()) continue;
     const Variant& v = *selected_[i].variant;
-    fill(results[i], all[i], v.bytes ? v.bytes(shape) : min_bytes);
+    fill(results[i], all[i], v.flops ? v.flops(size_) : flops, v.bytes ? v.bytes(size_) : min_bytes);
     std::vector<float> rf(ratios[i].begin(), ratios[i].end());
     results[i].vs_cublas = median_of(rf);
   }
-  if (!cublas_all.empty()) {
-    fill(cublas_row, cublas_all, min_bytes);
-    cublas_row.vs_cublas = 1.0;
+  if (!reference_all.empty()) {
+    fill(reference_row, reference_all, flops, min_bytes);
+    reference_row.vs_cublas = 1.0;
   }
 }
 
@@ -424,8 +459,7 @@ void LessonRun::write_traces(const std::vector<VariantResult>& results) {
     for (int r = 0; r < per_round; ++r) {
       Event start, end;
       CUDA_CHECK(cudaMemsetAsync(records.get(), 0xFF, records.bytes(), stream_.s));
-      enqueue_timed([&](const GemmArgs& g) { v.launch(with_workspace(g, i), stream_.s); }, c_.get(), records.get(),
-                    start.e, end.e, r);
+      enqueue_timed(v.prepare, v.launch, buffers(outputs_, i, records.get()), start.e, end.e, r);
       CUDA_CHECK(cudaStreamSynchronize(stream_.s));
       CUDA_CHECK_LAUNCH();
       float t = 0;
@@ -460,30 +494,27 @@ int LessonRun::run() {
   header_.commit = build_commit();
   header_.versions = query_versions();
   header_.gpu = query_gpu(opt_.device);
-  header_.lesson = info_.id;
+  header_.lesson = lesson_.info.id;
   header_.m = opt_.m;
   header_.n = opt_.n;
   header_.k = opt_.k;
+  header_.shape_params = shape_params(problem_.params, size_.params);
+  header_.dtype = problem_.dtype;
   std::printf("GPU: %s\n", describe_gpu(header_).c_str());
-  std::printf("shape: M=%d N=%d K=%d, %s\n\n", opt_.m, opt_.n, opt_.k, header_.dtype.c_str());
+  std::string extra;
+  for (const auto& [name, value] : size_.params.all()) extra += " " + name + "=" + value;
+  std::printf("shape: M=%d N=%d K=%d%s, %s\n\n", opt_.m, opt_.n, opt_.k, extra.c_str(), header_.dtype.c_str());
 
-  const GemmShape shape{opt_.m, opt_.n, opt_.k};
   for (Selected& s : selected_) {
     s.skip_reason = unsupported_reason(*s.variant, header_.gpu);
-    if (s.skip_reason.empty() && s.variant->config) s.config = s.variant->config(shape);
+    if (s.skip_reason.empty() && s.variant->config) s.config = s.variant->config(size_);
     if (s.skip_reason.empty() && s.variant->note) {
-      const std::string note = s.variant->note(shape);
+      const std::string note = s.variant->note(size_);
       if (!note.empty()) std::printf("note: %s: %s\n", s.variant->name.c_str(), note.c_str());
     }
   }
+  if (!opt_.profile_once) measure_copy_bandwidth();
   allocate();
-  for (Selected& s : selected_) {
-    if (!s.skip_reason.empty() || !s.variant->workspace_bytes) continue;
-    const size_t bytes = s.variant->workspace_bytes(shape);
-    if (bytes == 0) continue;
-    s.workspace = std::make_shared<DeviceBuffer<unsigned char>>(bytes);
-    CUDA_CHECK(cudaMemsetAsync(s.workspace->get(), 0, bytes, stream_.s));
-  }
   if (opt_.profile_once) return profile_once();
 
   std::vector<VariantResult> results(selected_.size());
@@ -497,12 +528,12 @@ int LessonRun::run() {
     }
     verify(i, results[i]);
   }
-  VariantResult cublas_row;
-  cublas_row.name = "cublas";
-  cublas_row.what = "cuBLAS cublasGemmEx, fp16 in/out, fp32 compute (the reference)";
-  cublas_row.reference = true;
-  cublas_row.passed = true;
-  time_all(results, cublas_row);
+  VariantResult reference_row;
+  reference_row.name = problem_.reference.name;
+  reference_row.what = problem_.reference.what;
+  reference_row.reference = true;
+  reference_row.passed = true;
+  time_all(results, reference_row);
 
   Results res;
   res.header = header_;
@@ -510,23 +541,36 @@ int LessonRun::run() {
   res.timing.reps_per_round = std::max(1, (opt_.reps + opt_.rounds - 1) / opt_.rounds);
   res.timing.warmup = 1;
   res.timing.l2_flush_bytes = int64_t(flush_.bytes());
+  res.reference = problem_.reference.name;
+  res.copy_gbps = copy_gbps_;
   res.variants = results;
-  if (cublas_row.samples > 0) res.variants.push_back(cublas_row);
+  if (reference_row.samples > 0) res.variants.push_back(reference_row);
 
   std::printf("%s", format_report(res).c_str());
-  std::printf("times: median of %d runs per variant (%d interleaved rounds with cuBLAS, in a random order each, "
-              "L2 flushed and output poisoned before each); %% cuBLAS = median over rounds of cuBLAS time / "
+  std::printf("times: median of %d runs per variant (%d interleaved rounds with %s, in a random order each, "
+              "L2 flushed and output poisoned before each); %% %s = median over rounds of %s time / "
               "variant time\n",
-              res.timing.reps_per_round * opt_.rounds, opt_.rounds);
+              res.timing.reps_per_round * opt_.rounds, opt_.rounds, problem_.reference.label.c_str(), "cuBLAS",
+              problem_.reference.label.c_str());
   if (const std::string fused = fused_epilogue_lines(res); !fused.empty()) std::printf("\n%s", fused.c_str());
 
   bool any_model = false;
+  std::map<std::string, KernelConfig> configs;
   for (size_t i = 0; i < selected_.size(); ++i) {
     const Variant& v = *selected_[i].variant;
-    if (!selected_[i].skip_reason.empty() || !v.model) continue;
+    if (!selected_[i].skip_reason.empty()) continue;
+    if (v.config) configs[v.name] = selected_[i].config;
+    if (!v.model) continue;
     if (!any_model) std::printf("\nmodel predictions for this GPU, beside the measured times above:\n");
     any_model = true;
-    std::printf("  %-22s %s\n", v.name.c_str(), v.model(shape, selected_[i].config, header_.gpu).c_str());
+    std::printf("  %-22s %s\n", v.name.c_str(), v.model(size_, selected_[i].config, header_.gpu).c_str());
+  }
+  if (copy_gbps_ > 0)
+    std::printf("\nmemory: a device-to-device copy of %.0f MB in this run moved %.0f GB/s (read + write)\n",
+                lesson_.copy_bytes(size_) / 1e6, copy_gbps_);
+  if (lesson_.conclusion) {
+    const std::string conclusion = lesson_.conclusion(RunSummary{size_, res, configs});
+    if (!conclusion.empty()) std::printf("\n%s", conclusion.c_str());
   }
   const bool ncu_ok = opt_.ncu ? measure_with_ncu() : true;
   if (!opt_.trace_path.empty()) write_traces(results);
@@ -548,9 +592,11 @@ int LessonRun::profile_once() {
     std::printf("%s: skipped: %s\n", s.variant->name.c_str(), s.skip_reason.c_str());
     return kExitOk;
   }
+  const Buffers b = buffers(outputs_, 0);
   for (int run = 0; run < 2; ++run) {
     if (run == 1) CUDA_CHECK(cudaProfilerStart());
-    s.variant->launch(with_workspace(args(c_.get()), 0), stream_.s);
+    if (s.variant->prepare) s.variant->prepare(b, stream_.s);
+    s.variant->launch(b, stream_.s);
     CUDA_CHECK_LAUNCH();
     CUDA_CHECK(cudaStreamSynchronize(stream_.s));
   }
@@ -573,11 +619,15 @@ bool LessonRun::measure_with_ncu() {
   bool ok = true;
   for (const Selected& s : selected_) {
     if (!s.skip_reason.empty()) continue;
-    const std::vector<std::string> argv = {
+    std::vector<std::string> argv = {
         ncu_, "--profile-from-start", "off", "--clock-control", "none", "--csv", "--page", "raw", "--print-units",
         "base", "--metrics", kNcuMetrics, self, "--variant", s.variant->name, "--m", std::to_string(opt_.m), "--n",
         std::to_string(opt_.n), "--k", std::to_string(opt_.k), "--seed", std::to_string(opt_.seed), "--device",
         std::to_string(opt_.device), "--no-check", "--profile-once"};
+    for (const ParamSpec& p : problem_.params) {
+      argv.push_back(p.option());
+      argv.push_back(size_.params.text(p.name));
+    }
     std::string output, why;
     NcuMetrics m;
     const int rc = run_capture(argv, &output);
@@ -599,53 +649,57 @@ bool LessonRun::measure_with_ncu() {
 
 // ---------------------------------------------------------------- public
 
-int run_lesson(const std::string& lesson_id, const std::vector<Variant>& variants, int argc, char** argv) {
-  const LessonInfo* info = find_lesson(lesson_id);
-  if (!info) {
-    std::fprintf(stderr, "%s: not in the lesson catalogue\n", lesson_id.c_str());
-    return kExitFailed;
-  }
+int run_lesson(const Lesson& lesson, int argc, char** argv) {
+  const std::string& id = lesson.info.id;
   LessonOptions opt;
   std::string message;
-  switch (parse_lesson_options(lesson_id, info->title, argc, argv, opt, message)) {
+  switch (parse_lesson_options(id, lesson.info.title, argc, argv, opt, message, lesson.problem.params)) {
     case ParseOutcome::done: std::printf("%s", message.c_str()); return kExitOk;
     case ParseOutcome::usage_error:
-      std::fprintf(stderr, "%s: %s (see %s --help)\n", lesson_id.c_str(), message.c_str(), lesson_id.c_str());
+      std::fprintf(stderr, "%s: %s (see %s --help)\n", id.c_str(), message.c_str(), id.c_str());
       return kExitUsage;
     case ParseOutcome::run: break;
   }
   if (opt.list) {
-    for (const Variant& v : variants) std::printf("%-22s sm_%d+  %s\n", v.name.c_str(), v.min_cc, v.what.c_str());
+    for (const Variant& v : lesson.variants) std::printf("%-22s sm_%d+  %s\n", v.name.c_str(), v.min_cc, v.what.c_str());
     return kExitOk;
   }
   std::vector<Selected> selected;
   if (opt.variants.empty()) {
-    for (const Variant& v : variants) selected.push_back(Selected{&v, "", {}});
+    for (const Variant& v : lesson.variants) selected.push_back(Selected{&v, "", {}, nullptr});
   } else {
     for (const std::string& name : opt.variants) {
-      const auto it = std::find_if(variants.begin(), variants.end(), [&](const Variant& v) { return v.name == name; });
-      if (it == variants.end()) {
+      const auto it = std::find_if(lesson.variants.begin(), lesson.variants.end(),
+                                   [&](const Variant& v) { return v.name == name; });
+      if (it == lesson.variants.end()) {
         std::string known;
-        for (const Variant& v : variants) known += (known.empty() ? "" : ", ") + v.name;
-        std::fprintf(stderr, "%s: unknown variant '%s' (known: %s; see %s --list)\n", lesson_id.c_str(), name.c_str(),
-                     known.c_str(), lesson_id.c_str());
+        for (const Variant& v : lesson.variants) known += (known.empty() ? "" : ", ") + v.name;
+        std::fprintf(stderr, "%s: unknown variant '%s' (known: %s; see %s --list)\n", id.c_str(), name.c_str(),
+                     known.c_str(), id.c_str());
         return kExitUsage;
       }
       if (std::none_of(selected.begin(), selected.end(), [&](const Selected& s) { return s.variant == &*it; }))
-        selected.push_back(Selected{&*it, "", {}});
+        selected.push_back(Selected{&*it, "", {}, nullptr});
+    }
+  }
+  if (lesson.problem.validate) {
+    const ProblemSize size{opt.m, opt.n, opt.k, opt.params};
+    if (const std::string why = lesson.problem.validate(size); !why.empty()) {
+      std::fprintf(stderr, "%s: %s (see %s --help)\n", id.c_str(), why.c_str(), id.c_str());
+      return kExitUsage;
     }
   }
   // Output paths are checked before any GPU work, so a typo costs nothing.
   std::string why;
   if (!opt.json_path.empty() && !output_path_writable(opt.json_path, &why)) {
-    std::fprintf(stderr, "%s: cannot write --json %s: %s\n", lesson_id.c_str(), opt.json_path.c_str(), why.c_str());
+    std::fprintf(stderr, "%s: cannot write --json %s: %s\n", id.c_str(), opt.json_path.c_str(), why.c_str());
     return kExitUsage;
   }
   if (!opt.trace_path.empty()) {
     for (const Selected& s : selected) {
       const std::string p = trace_path_for(opt.trace_path, s.variant->name, selected.size() > 1);
       if (!output_path_writable(p, &why) || !output_path_writable(perfetto_path_for(p), &why)) {
-        std::fprintf(stderr, "%s: cannot write --trace %s: %s\n", lesson_id.c_str(), p.c_str(), why.c_str());
+        std::fprintf(stderr, "%s: cannot write --trace %s: %s\n", id.c_str(), p.c_str(), why.c_str());
         return kExitUsage;
       }
     }
@@ -655,13 +709,12 @@ int run_lesson(const std::string& lesson_id, const std::vector<Variant>& variant
   if (opt.ncu) {
     ncu = find_ncu();
     if (ncu.empty()) {
-      std::fprintf(stderr, "%s: --ncu needs Nsight Compute's ncu on PATH (or in /usr/local/cuda/bin)\n",
-                   lesson_id.c_str());
+      std::fprintf(stderr, "%s: --ncu needs Nsight Compute's ncu on PATH (or in /usr/local/cuda/bin)\n", id.c_str());
       return kExitUsage;
     }
   }
 
-  if (!opt.profile_once) std::printf("%s\n", lesson_explanation(*info).c_str());
+  if (!opt.profile_once) std::printf("%s\n", lesson_explanation(lesson.info).c_str());
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
@@ -669,32 +722,32 @@ int run_lesson(const std::string& lesson_id, const std::vector<Variant>& variant
                                    ? "no NVIDIA driver or CUDA device found"
                                    : cudaGetErrorString(err);
     if (!opt.json_path.empty() || !opt.trace_path.empty()) {
-      std::fprintf(stderr, "%s: no CUDA GPU (%s); --json and --trace need one\n", lesson_id.c_str(), reason.c_str());
+      std::fprintf(stderr, "%s: no CUDA GPU (%s); --json and --trace need one\n", id.c_str(), reason.c_str());
       return kExitUsage;
     }
     std::printf("No CUDA GPU here (%s). Results recorded on a real GPU:\n\n%s", reason.c_str(),
-                format_recorded_results(assets_dir(), lesson_id).c_str());
+                format_recorded_results(assets_dir(), id).c_str());
     return kExitOk;
   }
   if (opt.device >= count) {
-    std::fprintf(stderr, "%s: --device %d: this machine has %d CUDA device(s) (see %s --help)\n", lesson_id.c_str(),
-                 opt.device, count, lesson_id.c_str());
+    std::fprintf(stderr, "%s: --device %d: this machine has %d CUDA device(s) (see %s --help)\n", id.c_str(),
+                 opt.device, count, id.c_str());
     return kExitUsage;
   }
   try {
-    LessonRun run(*info, opt, std::move(selected), ncu);
+    LessonRun run(lesson, opt, std::move(selected), ncu);
     return run.run();
   } catch (const CudaError& e) {
     std::string what = e.what();
     if (what.find("cudaErrorNoKernelImageForDevice") != std::string::npos)
       what += " (this build has no code for this GPU: rebuild with WORKBOOK_CUDA_ARCHITECTURES including it)";
-    std::fprintf(stderr, "%s: %s\n", lesson_id.c_str(), what.c_str());
+    std::fprintf(stderr, "%s: %s\n", id.c_str(), what.c_str());
     return kExitFailed;
   } catch (const RecordError& e) {
-    std::fprintf(stderr, "%s: %s\n", lesson_id.c_str(), e.what());
+    std::fprintf(stderr, "%s: %s\n", id.c_str(), e.what());
     return kExitFailed;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "%s: out of host memory for this shape\n", lesson_id.c_str());
+    std::fprintf(stderr, "%s: out of host memory for this shape\n", id.c_str());
     return kExitFailed;
   }
 }

@@ -19,7 +19,8 @@ std::string first_line(const std::string& s) {
 }  // namespace
 
 ParseOutcome parse_lesson_options(const std::string& program, const std::string& description, int argc,
-                                  char** argv, LessonOptions& out, std::string& message) {
+                                  char** argv, LessonOptions& out, std::string& message,
+                                  const std::vector<ParamSpec>& params) {
   CLI::App app{description, program};
   // Sizes are read as 64-bit so that "--m 99999999999" is reported as too large, not wrapped.
   int64_t m = out.m, n = out.n, k = out.k, reps = out.reps, rounds = out.rounds, device = out.device;
@@ -39,6 +40,18 @@ ParseOutcome parse_lesson_options(const std::string& program, const std::string&
                "also measure each variant's DRAM bytes read and L2 hit rate under Nsight Compute (ncu), beside "
                "the models' predictions");
   app.add_flag("--profile-once", out.profile_once)->group("");  // the child --ncu runs under ncu
+  std::vector<std::string> param_values;
+  param_values.reserve(params.size());  // the options hold pointers into it
+  for (const ParamSpec& p : params) {
+    param_values.push_back(p.default_value);
+    std::string help = p.help;
+    if (!p.choices.empty()) {
+      help += " (";
+      for (size_t i = 0; i < p.choices.size(); ++i) help += (i ? ", " : "") + p.choices[i];
+      help += ")";
+    }
+    app.add_option(p.option(), param_values.back(), help)->capture_default_str();
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -72,6 +85,13 @@ ParseOutcome parse_lesson_options(const std::string& program, const std::string&
   if (!out.json_path.empty() && out.json_path == out.trace_path) {
     message = "--json and --trace name the same file";
     return ParseOutcome::usage_error;
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (const std::string why = check_param(params[i], param_values[i]); !why.empty()) {
+      message = why;
+      return ParseOutcome::usage_error;
+    }
+    out.params.set(params[i].name, param_values[i]);
   }
   out.m = int(m);
   out.n = int(n);

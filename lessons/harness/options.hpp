@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/params.hpp"
+
 namespace wb {
 
 // Exit codes (DESIGN.md): 0 ok; 1 a check failed, a CUDA error, too little
@@ -27,14 +29,17 @@ struct LessonOptions {
   bool list = false;
   bool ncu = false;           // also measure DRAM bytes and L2 hit rate under Nsight Compute
   bool profile_once = false;  // (internal) the child that --ncu profiles: one launch of one variant
+  Params params;              // the problem's own parameters, each at its default or as given
 };
 
 enum class ParseOutcome { run, done, usage_error };
 
-// Parses argv. On `done` (--help) the help text is in `message`; on
-// `usage_error` the one-line error is in `message`.
+// Parses argv: the options every lesson has, and the problem's own `params`.
+// On `done` (--help) the help text is in `message`; on `usage_error` the
+// one-line error is in `message`.
 ParseOutcome parse_lesson_options(const std::string& program, const std::string& description, int argc,
-                                  char** argv, LessonOptions& out, std::string& message);
+                                  char** argv, LessonOptions& out, std::string& message,
+                                  const std::vector<ParamSpec>& params = {});
 
 // Trace path for one variant: with several variants traced, "t.json" becomes
 // "t.<variant>.json"; the Perfetto export is "<that>.perfetto.json" with ".json" replaced.

@@ -1,0 +1,80 @@
+#include "harness/gemm_problem.cuh"
+
+#include <cublas_v2.h>
+
+#include "common/check.cuh"
+#include "harness/catalog.hpp"
+
+namespace wb {
+
+namespace {
+
+// cuBLAS is column-major; a row-major C = A B is the column-major C^T = B^T A^T.
+void cublas_gemm(const Buffers& b, cudaStream_t) {
+  const GemmArgs g = gemm_args(b);
+  const float alpha = 1.0f, beta = 0.0f;
+  const cublasStatus_t st = cublasGemmEx(b.cublas, CUBLAS_OP_N, CUBLAS_OP_N, g.n, g.m, g.k, &alpha, g.b, CUDA_R_16F,
+                                         g.n, g.a, CUDA_R_16F, g.k, &beta, g.c, CUDA_R_16F, g.n, CUBLAS_COMPUTE_32F,
+                                         CUBLAS_GEMM_DEFAULT);
+  if (st != CUBLAS_STATUS_SUCCESS) throw CudaError("cuBLAS error " + std::to_string(int(st)) + " in cublasGemmEx");
+}
+
+// fp64 rows of A B (before any activation).
+std::vector<double> gemm_fp64_rows(const ProblemSize& s, const std::vector<HostTensor>& in, size_t,
+                                   const std::vector<int64_t>& rows) {
+  const HostTensor& a = in[0];
+  const HostTensor& b = in[1];
+  const int64_t n = s.n, k = s.k;
+  std::vector<float> b_values(size_t(k * n));  // converted once: every row reads all of B
+  for (int64_t i = 0; i < k * n; ++i) b_values[size_t(i)] = b.value(i);
+  std::vector<double> out(rows.size() * size_t(n), 0.0);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    double* o = &out[r * size_t(n)];
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const double av = a.at(rows[r], kk);
+      const float* brow = &b_values[size_t(kk * n)];
+      for (int64_t j = 0; j < n; ++j) o[j] += av * double(brow[j]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+GemmShape gemm_shape(const ProblemSize& s) { return GemmShape{s.m, s.n, s.k}; }
+
+GemmArgs gemm_args(const Buffers& b) {
+  return GemmArgs{static_cast<const __half*>(b.inputs[0]),
+                  static_cast<const __half*>(b.inputs[1]),
+                  static_cast<__half*>(b.outputs[0]),
+                  b.size.m,
+                  b.size.n,
+                  b.size.k,
+                  b.trace,
+                  b.workspace,
+                  b.workspace_bytes};
+}
+
+Problem gemm_problem() {
+  Problem p;
+  p.summary = "C = act(A B)";
+  p.inputs = [](const ProblemSize& s) {
+    return std::vector<TensorSpec>{{"A", s.m, s.k}, {"B", s.k, s.n}};
+  };
+  p.outputs = [](const ProblemSize& s) { return std::vector<TensorSpec>{{"C", s.m, s.n}}; };
+  p.reference = Reference{"cublas", "cuBLAS", "cuBLAS cublasGemmEx, fp16 in/out, fp32 compute (the reference)",
+                          cublas_gemm};
+  p.fp64_rows = gemm_fp64_rows;
+  p.flops = [](const ProblemSize& s) { return 2.0 * s.m * double(s.n) * s.k; };
+  return p;
+}
+
+Lesson gemm_lesson(const std::string& id, const std::vector<GemmVariant>& variants) {
+  Lesson lesson;
+  lesson.info = catalog_entry(id);
+  lesson.problem = gemm_problem();
+  for (const GemmVariant& v : variants) lesson.variants.push_back(erase_variant(v, gemm_args, gemm_shape));
+  return lesson;
+}
+
+}  // namespace wb
