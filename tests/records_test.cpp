@@ -2,6 +2,8 @@
 // one-line reason (never a crash).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <filesystem>
 #include <fstream>
 
@@ -116,6 +118,21 @@ TEST(Records, ResultsRoundTrip) {
   EXPECT_EQ(back.variants[0].outputs[1].mismatches, 3);
   EXPECT_FALSE(back.variants[0].outputs[1].passed);
   EXPECT_EQ(results_to_json(back), results_to_json(r));
+}
+
+// A variant whose output held NaN has an infinite error: written as null, read back as infinity.
+TEST(Records, InfiniteErrorsRoundTripAsNull) {
+  Results r = sample_results();
+  r.variants[0].rel_err = INFINITY;
+  r.variants[0].max_abs_err = INFINITY;
+  r.variants[0].outputs[0].rel_err_fp64 = INFINITY;
+  const std::string text = results_to_json(r);
+  EXPECT_NE(text.find("\"rel_err\": null"), std::string::npos) << text;
+  const Results back = results_from_json(text);
+  EXPECT_TRUE(std::isinf(back.variants[0].rel_err));
+  EXPECT_TRUE(std::isinf(back.variants[0].max_abs_err));
+  EXPECT_TRUE(std::isinf(back.variants[0].outputs[0].rel_err_fp64));
+  EXPECT_EQ(back.variants[0].rel_err_fp64, 2.0e-4);
 }
 
 // Results written before the problem interface (no reference, no outputs,

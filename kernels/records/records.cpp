@@ -47,6 +47,20 @@ double get_number(const json& j, const char* key, const std::string& where) {
   return d;
 }
 
+// An error measure: a number, or null where the output held a NaN or an
+// infinity (JSON has no such numbers), read back as infinity.
+double get_error(const json& j, const char* key, const std::string& where) {
+  const json& v = *field_ptr(j, key, where);
+  if (v.is_null()) return INFINITY;
+  if (!v.is_number()) throw RecordError(where + "." + key + ": expected a number or null");
+  const double d = v.get<double>();
+  if (!(d >= 0)) throw RecordError(where + "." + key + ": must not be negative");
+  return d;
+}
+
+// Written as get_error reads it.
+json error_value(double d) { return std::isfinite(d) ? json(d) : json(nullptr); }
+
 int64_t get_int(const json& j, const char* key, const std::string& where) {
   const json& v = *field_ptr(j, key, where);
   if (!v.is_number_integer()) throw RecordError(where + "." + key + ": expected an integer");
@@ -202,9 +216,9 @@ std::string results_to_json(const Results& r) {
                     {"bytes", v.bytes},
                     {"tflops", v.tflops},
                     {"gbps", v.gbps},
-                    {"rel_err", v.rel_err},
-                    {"rel_err_fp64", v.rel_err_fp64},
-                    {"max_abs_err", v.max_abs_err},
+                    {"rel_err", error_value(v.rel_err)},
+                    {"rel_err_fp64", error_value(v.rel_err_fp64)},
+                    {"max_abs_err", error_value(v.max_abs_err)},
                     {"checked", v.checked},
                     {"passed", v.passed},
                     {"vs_cublas", v.vs_cublas}});
@@ -212,9 +226,9 @@ std::string results_to_json(const Results& r) {
         json outs = json::array();
         for (const OutputCheck& o : v.outputs)
           outs.push_back(json{{"name", o.name},
-                              {"rel_err", o.rel_err},
-                              {"rel_err_fp64", o.rel_err_fp64},
-                              {"max_abs_err", o.max_abs_err},
+                              {"rel_err", error_value(o.rel_err)},
+                              {"rel_err_fp64", error_value(o.rel_err_fp64)},
+                              {"max_abs_err", error_value(o.max_abs_err)},
                               {"mismatches", o.mismatches},
                               {"passed", o.passed}});
         e["outputs"] = outs;
@@ -266,9 +280,9 @@ Results results_from_json(const std::string& text) {
       v.bytes = get_number(e, "bytes", w);
       v.tflops = get_number(e, "tflops", w);
       v.gbps = get_number(e, "gbps", w);
-      v.rel_err = get_number(e, "rel_err", w);
-      v.rel_err_fp64 = get_number(e, "rel_err_fp64", w);
-      v.max_abs_err = get_number(e, "max_abs_err", w);
+      v.rel_err = get_error(e, "rel_err", w);
+      v.rel_err_fp64 = get_error(e, "rel_err_fp64", w);
+      v.max_abs_err = get_error(e, "max_abs_err", w);
       v.checked = get_bool(e, "checked", w);
       v.passed = get_bool(e, "passed", w);
       v.vs_cublas = get_number(e, "vs_cublas", w);
@@ -279,9 +293,9 @@ Results results_from_json(const std::string& text) {
           const std::string wo = w + ".outputs[" + std::to_string(o) + "]";
           OutputCheck c;
           c.name = get_string(outs[o], "name", wo);
-          c.rel_err = get_number(outs[o], "rel_err", wo);
-          c.rel_err_fp64 = get_number(outs[o], "rel_err_fp64", wo);
-          c.max_abs_err = get_number(outs[o], "max_abs_err", wo);
+          c.rel_err = get_error(outs[o], "rel_err", wo);
+          c.rel_err_fp64 = get_error(outs[o], "rel_err_fp64", wo);
+          c.max_abs_err = get_error(outs[o], "max_abs_err", wo);
           c.mismatches = get_nonneg(outs[o], "mismatches", wo);
           c.passed = get_bool(outs[o], "passed", wo);
           v.outputs.push_back(std::move(c));
