@@ -3,7 +3,7 @@
 //   workbook                 run the lessons in order (or, with no GPU / no CUDA
 //                            build, show each lesson's explanation and the results
 //                            recorded on a real GPU)
-//   workbook list            the lessons, whether this build has them, what is recorded
+//   workbook list [--ids]    the lessons, whether this build has them, what is recorded
 //   workbook compare --m M --n N --k K [--json PATH] [--reps R] [--rounds R] [--device D]
 //                            every variant of every lesson on one shape, one ranked table
 #include <fcntl.h>
@@ -35,7 +35,7 @@ using namespace wb;
 
 constexpr const char* kUsage =
     "usage: workbook                 run the lessons in order\n"
-    "       workbook list            list the lessons\n"
+    "       workbook list [--ids]    list the lessons (--ids: their ids alone, one per line)\n"
     "       workbook compare [--m M] [--n N] [--k K] [--json PATH] [--reps R] [--rounds R] [--seed S] [--device D]\n"
     "                                every variant of every lesson on one shape, ranked\n";
 
@@ -76,7 +76,11 @@ int run_program(const std::vector<std::string>& args, bool quiet) {
   return kExitFailed;
 }
 
-int cmd_list() {
+int cmd_list(bool ids_only) {
+  if (ids_only) {
+    for (const LessonInfo& l : lesson_catalog()) std::printf("%s\n", l.id.c_str());
+    return kExitOk;
+  }
   for (const LessonInfo& l : lesson_catalog()) {
     const auto recorded = recorded_results_files(assets_dir(), l.id);
     std::printf("%s  %-18s %-76s %s, %zu recorded\n", l.number.c_str(), l.id.c_str(), l.title.c_str(),
@@ -245,7 +249,8 @@ int cmd_compare(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc == 1) return cmd_run_all();
   const std::string cmd = argv[1];
-  if (cmd == "list" && argc == 2) return cmd_list();
+  if (cmd == "list" && argc == 2) return cmd_list(false);
+  if (cmd == "list" && argc == 3 && std::string(argv[2]) == "--ids") return cmd_list(true);
   if (cmd == "compare") return cmd_compare(argc - 1, argv + 1);
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
     std::printf("%s", kUsage);

@@ -26,7 +26,6 @@ bin=$build/bin
 work=$out/gpu-check
 mkdir -p "$work/results" "$work/traces" "$work/logs"
 summary=$out/summary.txt
-lessons=(lesson01_naive lesson02_blocked lesson03_grouped lesson04_hopper)
 failed=0
 
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
@@ -45,6 +44,9 @@ run_stage() {
 }
 
 have() { [ -x "$bin/$1" ]; }
+
+# The lessons, in order: lessons/catalog.json, as the build's workbook lists them.
+lesson_ids() { "$bin/workbook" list --ids; }
 
 stage_build() {
   local gen=()
@@ -69,7 +71,7 @@ stage_tests() {
 stage_sanitize() {
   local rc=0 l tool
   command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found"; return 1; }
-  for l in "${lessons[@]}"; do
+  for l in $(lesson_ids); do
     have "$l" || continue
     for tool in memcheck racecheck; do
       # Small shapes with tails; lesson 04 also at 144 tiles, where Stream-K splits 12 of them 4 ways.
@@ -101,7 +103,7 @@ trace() {
 
 stage_lessons() {
   local rc=0 l
-  for l in "${lessons[@]}"; do
+  for l in $(lesson_ids); do
     have "$l" || { echo "$l: not built"; continue; }
     "$bin/$l" --json "$work/results/$l.json" || rc=1
   done

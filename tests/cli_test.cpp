@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "harness/catalog.hpp"
 #include "harness/ncu.hpp"
 #include "run_binary.hpp"
 
@@ -51,8 +52,13 @@ TEST(WorkbookCli, BadCommandsAndArguments) {
 TEST(WorkbookCli, ListAndHelp) {
   Ran r = run("workbook list");
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("lesson01_naive"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("lesson02_blocked"), std::string::npos) << r.out;
+  for (const std::string& id : wb::lesson_ids()) EXPECT_NE(r.out.find(id), std::string::npos) << r.out;
+  // One id per line, in order: what the GPU check loops over.
+  r = run("workbook list --ids");
+  EXPECT_EQ(r.code, 0) << r.out;
+  std::string expected;
+  for (const std::string& id : wb::lesson_ids()) expected += id + "\n";
+  EXPECT_EQ(r.out, expected);
   r = run("workbook --help");
   EXPECT_EQ(r.code, 0) << r.out;
 }
@@ -115,9 +121,8 @@ TEST_P(LessonCli, WithoutGpuShowsRecordedResultsOrRefusesJson) {
   EXPECT_FALSE(fs::exists(json)) << "a results file was written without a GPU";
 }
 
-INSTANTIATE_TEST_SUITE_P(Lessons, LessonCli,
-                         ::testing::Values("lesson01_naive", "lesson02_blocked", "lesson03_grouped",
-                                           "lesson04_hopper"));
+INSTANTIATE_TEST_SUITE_P(Lessons, LessonCli, ::testing::ValuesIn(wb::lesson_ids()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // A problem's own parameters are checked before any GPU work, like the sizes.
 TEST(ProblemParams, BadValuesAreOneLineAndExit2) {

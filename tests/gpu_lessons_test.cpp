@@ -18,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include "harness/catalog.hpp"
 #include "harness/options.hpp"
 #include "records/records.hpp"
 #include "schedule/tile_order.hpp"
@@ -41,7 +42,8 @@ fs::path scratch(const std::string& name) {
   return dir / name;
 }
 
-const std::string kLessons[] = {"lesson01_naive", "lesson02_blocked", "lesson03_grouped", "lesson04_hopper"};
+// Every lesson of the catalogue (lessons/catalog.json).
+const std::vector<std::string> kLessons = lesson_ids();
 
 struct Shape {
   int m, n, k;

@@ -1,6 +1,6 @@
-// The lessons, in order: what each teaches, for the lesson binaries' headers,
-// `workbook list`, and the explanation shown with recorded results when there is
-// no GPU. Host only.
+// The lessons, in order (lessons/catalog.json, compiled in): what each
+// teaches, for the lesson binaries' headers, `workbook list`, the explanation
+// shown with recorded results when there is no GPU, and the tests. Host only.
 #pragma once
 
 #include <string>
@@ -20,6 +20,8 @@ struct LessonInfo {
 };
 
 const std::vector<LessonInfo>& lesson_catalog();
+// Their ids, in order ("lesson01_naive", ...).
+std::vector<std::string> lesson_ids();
 // nullptr when `id` is not a lesson.
 const LessonInfo* find_lesson(const std::string& id);
 // The entry for `id`; throws std::out_of_range when `id` is not a lesson.
