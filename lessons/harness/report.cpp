@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "models/l2_model.hpp"
+#include "models/order_model.hpp"
 #include "models/wave_model.hpp"
 #include "schedule/activation.hpp"
 #include "schedule/stream_k.hpp"
@@ -114,17 +115,10 @@ std::string format_recorded_results(const std::string& assets, const std::string
 }
 
 std::string l2_model_line(int64_t m, int64_t n, int64_t k, const KernelConfig& c, const GpuInfo& gpu) {
-  L2ModelInput in;
-  if (!parse_tile_order(c.order.c_str(), &in.order)) return "L2 model: unknown order '" + c.order + "'";
+  TileOrder order_check;
+  if (!parse_tile_order(c.order.c_str(), &order_check)) return "L2 model: unknown order '" + c.order + "'";
   if (c.block_m < 1 || c.block_n < 1 || c.block_k < 1) return "L2 model: kernel has no tile sizes";
-  in.tiles_m = int(ceil_div64(m, c.block_m));
-  in.tiles_n = int(ceil_div64(n, c.block_n));
-  in.k_steps = int(ceil_div64(k, c.block_k));
-  in.a_block_bytes = int64_t(c.block_m) * c.block_k * 2;  // fp16
-  in.b_block_bytes = int64_t(c.block_k) * c.block_n * 2;
-  in.l2_bytes = gpu.l2_bytes;
-  in.blocks_in_flight = std::max(1, gpu.sm_count * std::max(1, c.blocks_per_sm));
-  in.group_m = std::max(1, c.group_m);
+  const L2ModelInput in = l2_input_for(m, n, k, c, gpu.l2_bytes, gpu.sm_count);
   const L2ModelResult r = simulate_l2(in);
   std::string order = c.order;
   if (in.order == TileOrder::grouped) order.append(1, ' ').append(std::to_string(in.group_m));
@@ -178,6 +172,82 @@ std::string balanced_grid_model_line(const KernelConfig& c, const GpuInfo& gpu) 
   if (full == blocks) return line + " (one block per SM already takes them evenly)";
   return line + "; one block per SM (" + std::to_string(full) + "): " + tiles_per_block(tiles, full) + ", " +
          std::to_string(ceil_div64(tiles, full)) + " waves either way";
+}
+
+std::string order_verdict(int64_t m, int64_t n, int64_t k, const std::vector<OrderRun>& orders, const GpuInfo& gpu,
+                          double copy_gbps, const std::string& lesson_id) {
+  if (orders.size() < 2 || !(copy_gbps > 0)) return "";
+  const OrderRun* fastest = &orders.front();
+  for (const OrderRun& o : orders)
+    if (o.tflops > fastest->tflops) fastest = &o;
+  if (!(fastest->tflops > 0)) return "";
+  const double flops = 2.0 * double(m) * double(n) * double(k);
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "does the order matter here? Each order's DRAM bytes (L2 model), moved while the math runs at "
+                "%.0f TFLOP/s (%s, the fastest order here), against the %.0f GB/s a device-to-device copy moved:\n",
+                fastest->tflops, fastest->name.c_str(), copy_gbps);
+  std::string out = buf;
+  const OrderRun *worst = nullptr, *best = nullptr;
+  double worst_gbps = -1, best_gbps = 0;
+  for (const OrderRun& o : orders) {
+    const double bytes = double(simulate_l2(l2_input_for(m, n, k, o.config, gpu.l2_bytes, gpu.sm_count)).dram_bytes);
+    const double need = needed_gbps(bytes, flops, fastest->tflops);
+    std::snprintf(buf, sizeof buf, "  %-14s %8.3f GB  needs %6.0f GB/s, %4.0f%% of the copy%s\n", o.name.c_str(),
+                  bytes / 1e9, need, 100.0 * need / copy_gbps,
+                  need >= copy_gbps ? ": more than DRAM moves, the order decides the time" : "");
+    out += buf;
+    if (need > worst_gbps) worst = &o, worst_gbps = need;
+    if (!best || need < best_gbps) best = &o, best_gbps = need;
+  }
+  if (worst_gbps >= copy_gbps) {
+    out += "  -> here the order matters: " + worst->name + "'s traffic does not fit under the math, " + best->name +
+           "'s does.\n";
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  "  -> here the order should not matter: every order's traffic fits under the math (the most, "
+                  "%s's, needs %.0f%% of the copy's bandwidth).\n",
+                  worst->name.c_str(), 100.0 * worst_gbps / copy_gbps);
+    out += buf;
+  }
+  // Where on this GPU: row-major against a grouped order (grouped8 where it ran), at M = K = 4096 and wide N.
+  const OrderRun* better = nullptr;
+  for (const OrderRun& o : orders) {
+    if (o.config.order == tile_order_name(TileOrder::row_major)) continue;
+    const bool grouped = o.config.order == tile_order_name(TileOrder::grouped);
+    if (!better || o.name == "grouped8" ||
+        (grouped && better->name != "grouped8" && better->config.order != tile_order_name(TileOrder::grouped)))
+      better = &o;
+  }
+  if (!better) return out;
+  best = better;
+  KernelConfig row = worst->config;
+  row.order = tile_order_name(TileOrder::row_major);
+  row.group_m = 1;
+  const auto where =
+      shape_where_order_pays(row, better->config, fastest->tflops, copy_gbps, gpu.l2_bytes, gpu.sm_count);
+  const double limit = worst_order_limit_gbps(fastest->tflops, row.block_m);
+  if (where) {
+    std::snprintf(buf, sizeof buf,
+                  "  On this GPU the order pays where row-major's traffic outgrows DRAM, e.g. %s --m %lld --n %lld --k "
+                  "%lld --variant row_major,column_major,%s (modelled: row_major needs %.0f%% of the copy's "
+                  "bandwidth there, %s %.0f%%).\n",
+                  lesson_id.c_str(), static_cast<long long>(where->m), static_cast<long long>(where->n),
+                  static_cast<long long>(where->k), best->name.c_str(), 100.0 * where->worst_gbps / copy_gbps,
+                  best->name.c_str(), 100.0 * where->best_gbps / copy_gbps);
+  } else if (limit >= copy_gbps) {
+    std::snprintf(buf, sizeof buf,
+                  "  No shape 4096 x N x 4096 up to N = 131072 makes the order decide the time here, though "
+                  "row-major's worst case (1/%d byte per flop) would need about %.0f GB/s at %.0f TFLOP/s.\n",
+                  row.block_m, limit, fastest->tflops);
+  } else {
+    std::snprintf(buf, sizeof buf,
+                  "  On this GPU the order should not matter at any shape for this kernel: row-major's worst case, "
+                  "all of B re-read for every row of tiles (1/%d byte per flop), needs about %.0f GB/s at %.0f "
+                  "TFLOP/s, less than the %.0f GB/s DRAM moved.\n",
+                  row.block_m, limit, fastest->tflops, copy_gbps);
+  }
+  return out + buf;
 }
 
 std::string gpu_slug(const std::string& gpu_name) {

@@ -41,6 +41,19 @@ std::string stream_k_model_line(int64_t k, const KernelConfig& kernel);
 // one block per SM (the same number of waves, unevenly).
 std::string balanced_grid_model_line(const KernelConfig& kernel, const GpuInfo& gpu);
 
+// Lesson 03's question, answered for one run: does the tile order matter at
+// this shape on this GPU? Each order's DRAM bytes (the L2 model), moved while
+// the math runs at the fastest order's measured rate, against what a
+// device-to-device copy moved in the same run; then a shape where the order
+// should pay on this GPU, or why none should (models/order_model.hpp).
+struct OrderRun {
+  std::string name;     // the variant, e.g. "grouped8"
+  KernelConfig config;  // its tile sizes, order, GROUP_M, blocks per SM
+  double tflops = 0;    // measured in this run
+};
+std::string order_verdict(int64_t m, int64_t n, int64_t k, const std::vector<OrderRun>& orders, const GpuInfo& gpu,
+                          double copy_gbps, const std::string& lesson_id);
+
 // Lower-case, '-' separated: "NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3".
 std::string gpu_slug(const std::string& gpu_name);
 
