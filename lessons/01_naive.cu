@@ -15,6 +15,8 @@
 //
 // Run:  build/bin/lesson01_naive                      (4096^3, all variants)
 //       build/bin/lesson01_naive --m 1000 --n 1000 --k 1000 --trace t.json
+// Measured: docs/lessons/01_naive.md.
+
 #include "01_naive/naive.cuh"
 #include "harness/gemm_problem.cuh"
 

@@ -1,91 +1,53 @@
-// Lesson 03 - grouped: tile order, fused activation, cp.async pipeline.
+// Lesson 03 - grouped: a tile order chosen at run time, a fused activation,
+// and a cp.async pipeline.
 //
 // What is new since lesson 02 (128x128 tiles taken in row-major order, mma.sync
 // fed from padded shared memory, loads through registers with one slice of
 // prefetch): two ideas from the "matmul forward and backward" notebook and the
-// Triton tutorial, and one from Ampere.
+// Triton tutorial, and one from Ampere. The kernel is
+// kernels/03_grouped/pipelined_mma.cuh.
 //
-// 1. A program-id-to-tile order chosen at run time. Block pid of the 1-D launch
-//    computes tile wb::tile_of(order, pid, ...); the order is a kernel argument,
-//    so one kernel serves row-major, column-major and grouped. Blocks with
-//    nearby pids run together, so the order decides which rows of A and columns of B the blocks
-//    in flight want at once. Row-major walks a whole row of tiles: every block in
-//    flight shares one row-block of A but wants a different column-block of B.
-//    Grouped (GROUP_M rows of tiles, column by column) keeps GROUP_M row-blocks
-//    of A and a few column-blocks of B hot, so L2 serves more of the loads.
+// 1. A program-id-to-tile order. Block pid of a 1-D launch computes tile
+//    tile_of(order, pid, ...) (schedule/tile_order.hpp): row-major,
+//    column-major or grouped (GROUP_M rows of tiles, walked column by column).
+//    Blocks with nearby pids run together, so the order decides which rows of
+//    A and columns of B the blocks in flight want at once, and so how much of
+//    them L2 can serve. Row-major walks a whole row of tiles: the blocks in
+//    flight share one row-block of A, but each wants its own column-block of B.
+// 2. A fused epilogue. The accumulators are rounded to fp16 and staged in
+//    shared memory, and the activation (relu, leaky_relu, gelu, silu) is
+//    applied on the way out, 8 values per 16-byte store, in half2 arithmetic
+//    (common/activation_half2.cuh). C is written once; `unfused_gelu` writes
+//    it, then reads and writes it again in a separate pass.
+// 3. A 3-stage cp.async pipeline of 128x256x64 tiles: the copies go global ->
+//    shared without registers, so the next k-slices are in flight while the
+//    tensor cores work on this one. XOR-swizzled tiles keep ldmatrix and the
+//    copies free of bank conflicts without padding, and the fragments of the
+//    next k16 step are loaded while this step's mma run.
 //
-// 2. A fused epilogue. The accumulator tile is rounded to fp16 and staged in
-//    shared memory (for 16-byte stores), and the activation (relu, leaky_relu,
-//    gelu, silu) is applied on its way out, 8 values per 16-byte chunk in half2
-//    arithmetic (activation_half2.cuh: GELU and SiLU are one tanh.approx.f16x2
-//    per pair of outputs). C is written once. `unfused_gelu` runs the GEMM with
-//    no activation and then a separate pass over C (elementwise.cuh), which
-//    reads and writes C once more; its byte count includes that round trip.
+// Why it should be faster, and what the report shows:
+// - The pipeline keeps the tensor cores fed: grouped8 against lesson 02's best
+//   and against grouped8_plain (the same tiles, fragments loaded right before
+//   their mma). It stays near 0.6x cuBLAS: mma.sync is what caps it on Hopper.
+// - Fusing saves a round trip of C: grouped8_gelu against unfused_gelu, and
+//   each grouped8_<act> against grouped8 (the "fused activations" lines).
+// - The order pays only where the DRAM traffic it adds no longer fits under
+//   the math. Under the report, the L2 model counts each order's DRAM bytes
+//   for this GPU's L2 and SM count, the lesson times a device-to-device copy
+//   in the same run, and "does the order matter here?" says whether any
+//   order's bytes need more bandwidth than DRAM delivers while the math runs
+//   at the measured speed, and at which shape they would on this GPU, if any.
+//   At 4096^3 the operands almost fit in L2 and every order reads about the
+//   compulsory bytes: the orders run within noise. Where the order pays and
+//   where it cannot on an H100 and an H200: docs/lessons/03_grouped.md.
 //
-// 3. A multi-stage cp.async pipeline that keeps the tensor cores fed.
-//    cp.async copies global -> shared without registers, so the next k-slices
-//    are in flight while the tensor cores work on this one (3 stages of
-//    128x256x64: 144 KiB, one block of 8 warps per SM, each warp a 64x64 tile
-//    of C in 128 fp32 registers). An XOR swizzle keeps ldmatrix and the copies
-//    conflict-free without padding; C goes out through shared memory as
-//    16-byte stores. What makes it fast is overlap inside the block:
-//    - the ldmatrix of k16 step kk+1 is issued before the 32 mma of step kk,
-//      into a second set of fragment registers, so its latency hides behind them;
-//    - one barrier per 64 of k, placed before the last k16 step of a slice: it
-//      proves the next slice landed (cp.async.wait_group STAGES-2 keeps the
-//      slice after it in flight) and that the stage to refill is no longer read;
-//      the next slice's first fragments are then loaded before the last mma;
-//    - a slice's copies are spread over its k16 steps, between the mma.
-//    The plain pipeline (variant grouped8_plain: fragments loaded right before
-//    their mma, all copies at the start of the slice, the barrier there too)
-//    ran at 50.6% of cuBLAS on an H100; this one at 59.0%, same run.
-//
-// Measured on an H100 80GB HBM3 (cuBLAS 13.1 at 735 TFLOP/s), 4096^3, fp16 in,
-// fp32 accumulate: grouped8 0.313 ms, 439 TFLOP/s, 59.0% of cuBLAS. That is
-// near what mma.sync allows on Hopper. The notebook's grouped Triton kernel
-// reaches ~0.74x cuBLAS at 4096^3 on an H200 because Triton emits Hopper's
-// wgmma there (asynchronous, operands straight from shared memory, a warpgroup
-// per instruction), not mma.sync: lesson 04 builds that kernel.
-//
-// The order, honestly. An H100 has 50 MiB of L2. The report prints, under the
-// times, the L2 model's DRAM bytes and hit rate for each order (this GPU's L2
-// size and SM count, blocks per SM from the occupancy API). Measured on the
-// H100 above:
-//   4096^3: A and B are 64 MB; the model predicts the compulsory 67 MB for
-//     every order (1.41x for grouped16) and all six orders ran within 0.3%.
-//   16384 x 16384 x 4096: the model predicts 8.5 GB from DRAM for row-major,
-//     2.3 GB for grouped8, 0.77 GB for grouped32, yet all orders ran within
-//     2% (5.18-5.29 ms): 8.5 GB in 5.2 ms is 1.6 TB/s, half of what HBM3
-//     delivers, so the re-reads hide under the math. The model counts bytes,
-//     not time: the order matters only where those bytes take longer than the math.
-//   4096 x 65536 x 4096 (very wide N: each row-block of A is re-read for 256
-//     tile columns): row-major is predicted 17.3 GB (30x the compulsory
-//     0.57 GB), column-major and grouped32 0.57 GB, grouped8 2.2 GB. Measured:
-//     row-major 6.06 ms (48% of cuBLAS, 2.85 TB/s of DRAM traffic by the
-//     model: bandwidth-bound), column-major 5.19 ms, grouped8 5.30 ms. Here the
-//     order is worth 14-17%. Grouped16/32, with fewer predicted bytes than
-//     grouped8, ran 2% slower than it: once the traffic fits under the math,
-//     fewer bytes buy nothing.
-//   See it:  build/bin/lesson03_grouped --m 4096 --n 65536 --k 4096 \
-//                --variant row_major,column_major,grouped8,grouped32
-//
-// Fusing, honestly. Measured on an H100 at 4096^3, as % of cuBLAS in the same
-// run (three runs): relu and leaky_relu cost nothing measurable over grouped8;
-// gelu and silu 0-4%; unfused_gelu's separate pass 6-11% (C read and written
-// once more, 64 MB). Applied to the fp32 accumulators before staging instead
-// (two special-function ops per pair instead of one, and the math inside the
-// 255-register main kernel), gelu and silu cost 11-12%, as much as the
-// unfused pass. Both costs grow with M*N while the GEMM's grows with M*N*K,
-// so they weigh more at short K: try --k 256.
-//
-// Model against measurement: --ncu runs each variant once more under Nsight
-// Compute and prints the DRAM bytes it read and its L2 hit rate under the
-// model's line (it needs ncu, and permission to read the GPU's counters).
-//
-// Run:  build/bin/lesson03_grouped                                (4096^3)
-//       build/bin/lesson03_grouped --m 4096 --n 65536 --k 4096    (where the order matters)
+// Run:  build/bin/lesson03_grouped                                  (4096^3, every variant)
+//       build/bin/lesson03_grouped --m 4096 --n 65536 --k 4096 --variant row_major,column_major,grouped8
 //       build/bin/lesson03_grouped --ncu --variant row_major,grouped8 --m 8192 --n 8192 --k 8192
-//       build/bin/lesson03_grouped --m 127 --n 257 --k 129        (tails: the general path)
+//                                    (the model's DRAM bytes beside Nsight Compute's; needs ncu)
+//       build/bin/lesson03_grouped --m 127 --n 257 --k 129          (tails: the general path)
+// Measured: docs/lessons/03_grouped.md. The evidence: docs/notes/03_tile_order.md and
+// docs/notes/03_pipeline_and_epilogue.md.
 
 #include <algorithm>
 #include <iterator>
@@ -105,17 +67,9 @@ using wb::GemmShape;
 using wb::TileOrder;
 using wb::GemmVariant;
 
-// The default (128x256x64, 3 stages, fragments of the next k16 step in flight)
-// against its neighbours, measured on an H100 at 4096^3 (% of cuBLAS):
-// 128x256x64, 4 stages: 192 KiB, one more k-slice in flight: the same (58.9%
-//   vs 59.0%), so the copies are already hidden at 3 stages;
-// 128x256x32, 4 stages: 96 KiB, a barrier every 32 of k instead of 64: 54.3%;
-// 128x128x32, 8 warps of 64x32, 4 stages, <= 128 registers, two blocks per SM,
-//   plain pipeline (a second fragment buffer does not fit 128 registers):
-//   43.6%: a 64x32 warp tile reads more shared memory per mma;
-// the default's tiles with the plain pipeline (fragments loaded right before
-//   their mma, every copy of a slice issued at once, the barrier at the start
-//   of the slice): 50.6%. That is what overlapping the fragments buys.
+// The default tile shape (128x256x64, 3 stages; kernels/03_grouped/pipelined_mma.cuh)
+// against its neighbours: one stage more, half the depth per stage, 128x128
+// tiles with two blocks per SM, and the plain pipeline (docs/notes/03_pipeline_and_epilogue.md).
 using Pipelined128x256x32 = wb::PipelinedShape<128, 256, 32, 2, 4, 4>;
 using Pipelined128x256x64Deep = wb::PipelinedShape<128, 256, 64, 2, 4, 4>;
 using Pipelined128x128 = wb::PipelinedShape<128, 128, 32, 2, 4, 4, 2, false>;  // plain: no registers to spare
