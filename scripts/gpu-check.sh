@@ -11,7 +11,8 @@
 #   sanitize  compute-sanitizer memcheck and racecheck on small shapes, every lesson
 #   lessons   every lesson at 4096^3 with results JSON; traces of chosen variants
 #   ncu       lesson 03's orders under Nsight Compute (DRAM bytes, L2 hit rate) beside the L2 model
-#   compare   workbook compare at the headline square shapes; lessons 03/04 at 1024 and 8192;
+#   compare   workbook compare at the headline square shapes; lessons 03/04 at 1024 and 8192; lesson 03's
+#             orders at 4096 x 65536 x 4096;
 #             lesson 04's target variants at 2048, 4096 and 8192 (45 rounds, 900 launches each), Stream-K
 #             where the last wave is mostly empty
 #
@@ -149,6 +150,13 @@ stage_compare() {
   for s in 2048 4096; do
     "$bin/workbook" compare --m $s --n $s --k $s --json "$work/results/compare-$s.json" || rc=1
   done
+  # Lesson 03 where the L2 model says the order decides the time on an H100 (its report says
+  # whether it does on this GPU, and where it would).
+  if have lesson03_grouped; then
+    echo "-- lesson03_grouped orders at 4096x65536x4096"
+    "$bin/lesson03_grouped" --m 4096 --n 65536 --k 4096 --variant row_major,column_major,grouped8,grouped32 \
+        --rounds 5 --json "$work/results/lesson03_grouped-4096x65536x4096.json" || rc=1
+  fi
   # The fast lessons alone at 8192^3 and 1024^3 (the naive kernels would take minutes at 8192^3).
   for l in lesson03_grouped lesson04_hopper; do
     have "$l" || continue
