@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fits the polynomial of gelu_poly_half2 (kernels/cuda/activation_half2.cuh).
+"""Fits the polynomial of gelu_poly_half2 (kernels/common/activation_half2.cuh).
 
 GELU(x) = x h(x), h(x) = (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2, and
 h(-a) = 1 - h(a), so with a = |x| and g(a) = 1 - h(a):

@@ -63,6 +63,7 @@ stage_tests() {
   "$bin/cpu_tests" --gtest_brief=1 || rc=1
   "$bin/gpu_tests" --gtest_brief=1 || rc=1
   "$bin/activation_gpu_tests" --gtest_brief=1 || rc=1
+  "$bin/wgmma_gpu_tests" --gtest_brief=1 || rc=1
   # The viewer's model, and its "run on this GPU" (the UI itself needs ImGui/GLFW, often absent here).
   if [ -x "$bin/viewer_model_tests" ]; then "$bin/viewer_model_tests" --gtest_brief=1 || rc=1; fi
   if [ -x "$bin/viewer_gpu_tests" ]; then "$bin/viewer_gpu_tests" --gtest_brief=1 || rc=1; fi

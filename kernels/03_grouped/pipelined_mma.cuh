@@ -7,7 +7,7 @@
 //   - XOR-swizzled shared tiles: the 8 rows an ldmatrix phase reads, and the 8
 //     chunks a cp.async phase writes, land in 8 different 16-byte bank groups,
 //     with no padding;
-//   - ldmatrix + mma.sync.m16n8k16 (mma_primitives.cuh), each warp owning a
+//   - ldmatrix + mma.sync.m16n8k16 (common/mma.cuh), each warp owning a
 //     64 x 64 sub-tile of C in registers, with the fragments of the next k16
 //     step loaded while the mma of this one run (two fragment buffers), one
 //     barrier per k-slice, and the slice's copies spread between the mma;

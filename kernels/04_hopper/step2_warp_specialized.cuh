@@ -37,7 +37,8 @@ __global__ void __launch_bounds__(kWsThreads, 1)
   extern __shared__ uint8_t smem_raw[];
   Smem& s = aligned_smem<Smem>(smem_raw);
 
-  const Schedule schedule(tiles_m, tiles_n);  // this block's work units
+  const Schedule schedule(tiles_m, tiles_n);  // this block's work units:
+  const int first_unit = schedule.first_unit(), num_units = schedule.num_units(), unit_step = schedule.unit_step();
   const int k_tiles = ceil_div(k, kBlockK);
   const int warpgroup = threadIdx.x / kWarpgroupThreads;
 
@@ -51,7 +52,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     if (threadIdx.x == 0) {
       int slot = 0;
       uint32_t phase = 0;
-      for (int unit = schedule.first_unit(); unit < schedule.num_units(); unit += schedule.unit_step()) {
+      for (int unit = first_unit; unit < num_units; unit += unit_step) {
         const TileCoord tile = schedule.tile(unit);
         for (int kt = 0; kt < k_tiles; ++kt) {
           mbarrier_wait(&s.empty[slot], phase ^ 1);  // first lap: passes at once
@@ -65,12 +66,15 @@ __global__ void __launch_bounds__(kWsThreads, 1)
     warpgroup_claim_registers<kConsumerRegs>();
     const int consumer = warpgroup - 1;  // rows 64*consumer .. +63 of the tile
     const bool warp_leader = threadIdx.x % 32 == 0;
+    auto release = [&](int released_slot) {  // one arrival per consumer warp
+      if (warp_leader) schedule.release(s, released_slot);
+    };
     int slot = 0;
     uint32_t phase = 0;
     float acc[kWsBlockN / 2];  // (64, 256) fp32 for this warpgroup
     Epilogue epilogue(s, consumer);
 
-    for (int unit = schedule.first_unit(); unit < schedule.num_units(); unit += schedule.unit_step()) {
+    for (int unit = first_unit; unit < num_units; unit += unit_step) {
       const uint64_t t0 = trace ? global_timer_ns() : 0;
       const TileCoord tile = schedule.tile(unit);
       const int row0 = tile.m * kWsBlockM + 64 * consumer, col0 = tile.n * kWsBlockN;
@@ -83,13 +87,13 @@ __global__ void __launch_bounds__(kWsThreads, 1)
         wgmma_commit();
         wgmma_wait<1>();  // the group of k tile kt-1 has finished reading its slot
         fence_accumulators(acc);
-        if (previous_slot >= 0 && warp_leader) schedule.release(s, previous_slot);
+        if (previous_slot >= 0) release(previous_slot);
         previous_slot = slot;
         if (++slot == kWsStages) { slot = 0; phase ^= 1; }
       }
       wgmma_wait<0>();
       fence_accumulators(acc);
-      if (warp_leader) schedule.release(s, previous_slot);  // the producer may start the next tile
+      release(previous_slot);  // the producer may start the next tile
 
       // A tile past M (the second of a cluster pair when tiles_m is odd) stores nothing.
       const bool inside = schedule.inside(tile);
@@ -112,12 +116,13 @@ struct OneTilePerBlock {
   static constexpr int kCluster = 1;     // blocks that compute one work unit together
   static constexpr bool kPersistent = false;
 
-  int tiles_m, tiles_n;
-  __device__ OneTilePerBlock(int tiles_m_, int tiles_n_) : tiles_m(tiles_m_), tiles_n(tiles_n_) {}
+  int tiles_m, tiles_n, units;
+  __device__ OneTilePerBlock(int tiles_m_, int tiles_n_)
+      : tiles_m(tiles_m_), tiles_n(tiles_n_), units(tiles_m_ * tiles_n_) {}
 
   __device__ int first_unit() const { return int(blockIdx.x); }
-  __device__ int num_units() const { return tiles_m * tiles_n; }
-  __device__ int unit_step() const { return num_units(); }  // one unit per block
+  __device__ int num_units() const { return units; }
+  __device__ int unit_step() const { return units; }  // one unit per block
   __device__ TileCoord tile(int unit) const {
     return tile_of(TileOrder::grouped, unit, tiles_m, tiles_n, kWsGroupM);
   }

@@ -26,16 +26,20 @@ struct ClusterPairs {
   static_assert((kWsBlockN / kPanelCols) % kCluster == 0,
                 "each block of a cluster multicasts the same number of panels");
 
-  int tiles_m, tiles_n, rank;
+  int tiles_m, tiles_n, units_m, rank;
   __device__ ClusterPairs(int tiles_m_, int tiles_n_)
-      : tiles_m(tiles_m_), tiles_n(tiles_n_), rank(int(cluster_cta_rank())) {}
+      : tiles_m(tiles_m_), tiles_n(tiles_n_), units_m(ceil_div(tiles_m_, kCluster)), rank(int(cluster_cta_rank())) {}
 
   __device__ int first_unit() const { return int(blockIdx.x) / kCluster; }
-  __device__ int num_units() const { return ceil_div(tiles_m, kCluster) * tiles_n; }
+  __device__ int num_units() const { return units_m * tiles_n; }
   __device__ int unit_step() const { return int(gridDim.x) / kCluster; }
   // This block's tile of the pair (may lie past M when tiles_m is odd: its
   // loads are all zeros, and it stores nothing).
-  __device__ TileCoord tile(int unit) const { return cluster_pair_tile(unit, rank, tiles_m, tiles_n, kGroupUnits); }
+  __device__ TileCoord tile(int unit) const {
+    TileCoord t = grouped_tile(unit, units_m, tiles_n, kGroupUnits);  // cluster_pair_tile, units_m kept
+    t.m = t.m * kCluster + rank;
+    return t;
+  }
   __device__ bool inside(TileCoord t) const { return t.m < tiles_m; }
   __device__ int trace_unit(int unit) const {
     return cluster_tile_position(unit, rank, tiles_m, tiles_n, kGroupUnits);

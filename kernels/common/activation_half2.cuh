@@ -55,8 +55,8 @@ __device__ __forceinline__ __half2 activation_half2(__half2 x) {
 }
 
 // GELU on a pair without the special-function unit, for lesson 04's epilogue,
-// which gives a share of its pairs to this form (see gelu_pairs_on_fma_pipe in
-// hopper_gemm.cuh). tanh.approx.f16x2 is two special-function ops per pair at
+// which gives a share of its pairs to this form (kGeluPolySlicesOf8 in
+// kernels/04_hopper/step7_fused_activation.cuh). tanh.approx.f16x2 is two special-function ops per pair at
 // 16 results per SM per clock, 16 cycles of that unit per warp instruction per
 // scheduler, while its 5 half2 ops keep the FMA pipe (2 cycles per HFMA2 there)
 // busy for 10: the special-function unit is the bottleneck, and the FMA pipe

@@ -1,5 +1,5 @@
 // wgmma: Hopper's warpgroup matrix multiply-accumulate, and the shared-memory
-// layout it reads.
+// layouts it reads.
 //
 // A warpgroup is 4 consecutive warps (128 threads) starting at a warp index
 // divisible by 4. One `wgmma.mma_async` multiplies a 64 x 16 slice of A by a
@@ -12,16 +12,19 @@
 // Shared-memory layout (the one TMA writes with CU_TENSOR_MAP_SWIZZLE_128B):
 // every 128-byte line holds 64 fp16 values, and inside each 8-line (1024-byte)
 // atom the 16-byte chunks of line r are XOR-ed with r % 8, so the 8 lines a
-// tensor-core read touches land in different banks.
-//   A tile (BLOCK_M x 64), K-major: line = one row of A, 64 values of k.
-//       Atoms stack along M 1024 bytes apart (the descriptor's stride offset);
-//       the k16 slices of a line are 32 bytes apart (advance the start address).
-//   B tile (64 x BLOCK_N), N-major: line = one row k of B, 64 values of n.
-//       Each 64-column panel is one TMA box of 64 x 64 (8 KB), panels 8 KB
-//       apart (the descriptor's leading offset); 8-line atoms along K 1024 bytes
-//       apart (stride offset); a k16 slice starts 16 lines = 2048 bytes further.
-//   B is row-major K x N in global memory, so wgmma reads it "transposed"
-//   (MN-major), which fp16 wgmma supports with the transpose-B flag.
+// tensor-core read touches land in different banks. For fp16 each operand may
+// come in either major, so a transpose is a layout, never a copy:
+//   K-major (A of M x K row-major, or B stored N x K row-major): a line is one
+//       row of the operand, 64 values of k. Atoms stack along M (or N) 1024
+//       bytes apart (the descriptor's stride offset); the k16 slices of a line
+//       are 32 bytes apart (advance the start address). desc_k_major.
+//   MN-major (B of K x N row-major, or A stored K x M row-major): a line is one
+//       k, 64 values of n (or m). Each 64-wide panel is one TMA box of 64 x 64
+//       (8 KB), panels `panel_bytes` apart (the descriptor's leading offset);
+//       8-line atoms along K 1024 bytes apart (stride offset); a k16 slice
+//       starts 16 lines = 2048 bytes further. desc_mn_major.
+// The instruction is told which major each operand has (kAMajor, kBMajor).
+// Lesson 04 reads A K-major and B N-major: B is row-major K x N in memory.
 //
 // wgmma and setmaxnreg exist only on sm_90a (the "a" target): compiled for any
 // other target the functions below are empty.
@@ -56,18 +59,30 @@ __device__ __forceinline__ uint64_t make_smem_desc(uint32_t smem_addr, uint32_t 
   return desc;
 }
 
-// A: BLOCK_M x 64 K-major, 128B-swizzled; `smem_addr` is the first row of the
-// 64-row slice this wgmma reads, plus 32 bytes per k16 step.
+// Which dimension of an operand is contiguous in shared memory.
+enum class Major : int {
+  k = 0,   // K-major: the "not transposed" operand of the instruction
+  mn = 1,  // M-major A or N-major B: the "transposed" one (fp16 and bf16 only)
+};
+
+// A K-major operand, 128B-swizzled; `smem_addr` is the first row of the 64
+// rows (of A) or N rows (of B) this wgmma reads, plus 32 bytes per k16 step.
 // (The leading offset is unused for swizzled K-major operands; 16 is the
 // conventional placeholder.)
-__device__ __forceinline__ uint64_t desc_k_major_a(uint32_t smem_addr) {
+__device__ __forceinline__ uint64_t desc_k_major(uint32_t smem_addr) {
   return make_smem_desc(smem_addr, 16, kSwizzleAtomBytes);
 }
 
-// B: 64 x BLOCK_N N-major, stored as 64 x 64 panels of `panel_bytes` each;
+// An MN-major operand, stored as 64 x 64 panels of `panel_bytes` each;
 // `smem_addr` is the first k line of the k16 step (2048 bytes per step).
-__device__ __forceinline__ uint64_t desc_n_major_b(uint32_t smem_addr, uint32_t panel_bytes) {
+__device__ __forceinline__ uint64_t desc_mn_major(uint32_t smem_addr, uint32_t panel_bytes) {
   return make_smem_desc(smem_addr, panel_bytes, kSwizzleAtomBytes);
+}
+
+// Lesson 04's operands: A K-major, B N-major.
+__device__ __forceinline__ uint64_t desc_k_major_a(uint32_t smem_addr) { return desc_k_major(smem_addr); }
+__device__ __forceinline__ uint64_t desc_n_major_b(uint32_t smem_addr, uint32_t panel_bytes) {
+  return desc_mn_major(smem_addr, panel_bytes);
 }
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -130,6 +145,7 @@ __device__ __forceinline__ void warpgroup_claim_registers() {
 // `accumulate` = false overwrites D (the first k step of a tile).
 
 // D (64 x 128, fp32, 64 registers per thread) += A (64 x 16) * B (16 x 128).
+template <Major kAMajor = Major::k, Major kBMajor = Major::mn>
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
 #if WB_WGMMA_DEVICE
   asm volatile(
@@ -143,7 +159,7 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a
       "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
       "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
       "}, "
-      "%64, %65, keep_d, 1, 1, 0, 1;\n"  // scale A, scale B, A K-major, B N-major
+      "%64, %65, keep_d, 1, 1, %67, %68;\n"  // scale A, scale B, A's major, B's major
       "}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -153,13 +169,14 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t desc_a
         "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(desc_a), "l"(desc_b), "r"(int32_t(accumulate)));
+      : "l"(desc_a), "l"(desc_b), "r"(int32_t(accumulate)), "n"(int(kAMajor)), "n"(int(kBMajor)));
 #else
   (void)d; (void)desc_a; (void)desc_b; (void)accumulate;
 #endif
 }
 
 // D (64 x 256, fp32, 128 registers per thread) += A (64 x 16) * B (16 x 256).
+template <Major kAMajor = Major::k, Major kBMajor = Major::mn>
 __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
 #if WB_WGMMA_DEVICE
   asm volatile(
@@ -177,7 +194,7 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_
       "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
       "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
       "}, "
-      "%128, %129, keep_d, 1, 1, 0, 1;\n"  // scale A, scale B, A K-major, B N-major
+      "%128, %129, keep_d, 1, 1, %131, %132;\n"  // scale A, scale B, A's major, B's major
       "}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
@@ -195,20 +212,20 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_
         "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
         "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
         "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-      : "l"(desc_a), "l"(desc_b), "r"(int32_t(accumulate)));
+      : "l"(desc_a), "l"(desc_b), "r"(int32_t(accumulate)), "n"(int(kAMajor)), "n"(int(kBMajor)));
 #else
   (void)d; (void)desc_a; (void)desc_b; (void)accumulate;
 #endif
 }
 
 // Dispatch on the tile width.
-template <int kN>
+template <int kN, Major kAMajor = Major::k, Major kBMajor = Major::mn>
 __device__ __forceinline__ void wgmma_m64k16(float (&d)[kN / 2], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
   static_assert(kN == 128 || kN == 256, "wgmma tiles here are 64 x 128 or 64 x 256");
   if constexpr (kN == 128) {
-    wgmma_m64n128k16(d, desc_a, desc_b, accumulate);
+    wgmma_m64n128k16<kAMajor, kBMajor>(d, desc_a, desc_b, accumulate);
   } else {
-    wgmma_m64n256k16(d, desc_a, desc_b, accumulate);
+    wgmma_m64n256k16<kAMajor, kBMajor>(d, desc_a, desc_b, accumulate);
   }
 }
 
