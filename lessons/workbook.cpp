@@ -19,7 +19,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 
 #include "harness/catalog.hpp"
 #include "harness/options.hpp"
@@ -215,26 +214,21 @@ int cmd_compare(int argc, char** argv) {
   std::printf("%% cuBLAS: each variant against cuBLAS timed in the same lesson run (interleaved rounds); ranked by it\n");
 
   if (!opt.json_path.empty()) {
-    nlohmann::ordered_json j;  // schema first, as in the other files
-    j["schema"] = "matmul-workbook/compare";
-    j["version"] = kRecordsVersion;
-    j["date"] = utc_timestamp_now();
-    j["gpu"] = runs.front().header.gpu.name;
-    j["shape"] = {{"m", opt.m}, {"n", opt.n}, {"k", opt.k}};
-    j["cublas_median_ms"] = cublas_ms.empty() ? 0.0 : cublas_ms[cublas_ms.size() / 2];
-    nlohmann::ordered_json ranked = nlohmann::ordered_json::array();
+    Compare c;
+    c.date = utc_timestamp_now();
+    c.gpu = runs.front().header.gpu.name;
+    c.m = opt.m;
+    c.n = opt.n;
+    c.k = opt.k;
+    c.cublas_median_ms = cublas_ms.empty() ? 0.0 : cublas_ms[cublas_ms.size() / 2];
     for (size_t i = 0; i < rows.size(); ++i) {
       const VariantResult& v = rows[i].v;
-      ranked.push_back({{"rank", i + 1}, {"lesson", rows[i].lesson}, {"variant", v.name}, {"median_ms", v.median_ms},
-                        {"tflops", v.tflops}, {"vs_cublas", v.vs_cublas}, {"passed", v.passed},
-                        {"checked", v.checked}, {"rel_err", v.rel_err}});
+      c.ranked.push_back(RankedVariant{int(i) + 1, rows[i].lesson, v.name, v.median_ms, v.tflops, v.vs_cublas,
+                                       v.rel_err, v.passed, v.checked});
     }
-    j["ranked"] = ranked;
-    nlohmann::ordered_json full = nlohmann::ordered_json::array();
-    for (const Results& r : runs) full.push_back(nlohmann::ordered_json::parse(results_to_json(r)));
-    j["runs"] = full;
+    c.runs = runs;
     try {
-      write_text_file_atomic(opt.json_path, j.dump(2) + "\n");
+      write_compare(opt.json_path, c);
       std::printf("results: %s\n", opt.json_path.c_str());
     } catch (const RecordError& e) {
       std::fprintf(stderr, "workbook compare: %s\n", e.what());

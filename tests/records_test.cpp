@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/options.hpp"
 #include "records/records.hpp"
 
 namespace {
@@ -76,6 +77,8 @@ Results sample_results() {
 Trace sample_trace() {
   Trace t;
   t.header = sample_header();
+  t.header.m = 32;  // 2 x 3 tiles of 16 x 16
+  t.header.n = 48;
   t.variant = "coalesced";
   t.kernel.block_m = 16;
   t.kernel.block_n = 16;
@@ -133,6 +136,43 @@ TEST(Records, InfiniteErrorsRoundTripAsNull) {
   EXPECT_TRUE(std::isinf(back.variants[0].max_abs_err));
   EXPECT_TRUE(std::isinf(back.variants[0].outputs[0].rel_err_fp64));
   EXPECT_EQ(back.variants[0].rel_err_fp64, 2.0e-4);
+}
+
+Compare sample_compare() {
+  Compare c;
+  c.date = "2026-11-23T19:00:00Z";
+  c.gpu = "NVIDIA H100 80GB HBM3";
+  c.m = 127;
+  c.n = 257;
+  c.k = 129;
+  c.cublas_median_ms = 0.5;
+  c.ranked.push_back(RankedVariant{1, "lesson01_naive", "coalesced", 1.5, 0.01, 0.125, 2.5e-4, true, true});
+  c.runs.push_back(sample_results());
+  return c;
+}
+
+TEST(Records, CompareRoundTrip) {
+  const Compare c = sample_compare();
+  const Compare back = compare_from_json(compare_to_json(c));
+  EXPECT_EQ(back.gpu, c.gpu);
+  EXPECT_EQ(back.k, 129);
+  ASSERT_EQ(back.ranked.size(), 1u);
+  EXPECT_EQ(back.ranked[0].variant, "coalesced");
+  ASSERT_EQ(back.runs.size(), 1u);
+  EXPECT_EQ(back.runs[0].variants[0].name, "coalesced");
+  EXPECT_EQ(compare_to_json(back), compare_to_json(c));
+}
+
+TEST(Records, CompareRejectsWhatNoRunWrites) {
+  Compare c = sample_compare();
+  c.ranked[0].rank = 2;
+  EXPECT_THROW(compare_from_json(compare_to_json(c)), RecordError);  // ranks run 1, 2, ...
+  c = sample_compare();
+  c.runs[0].header.m = 128;
+  EXPECT_THROW(compare_from_json(compare_to_json(c)), RecordError);  // a run of another shape
+  c = sample_compare();
+  c.k = 3000000000;
+  EXPECT_THROW(compare_from_json(compare_to_json(c)), RecordError);  // more than any lesson takes
 }
 
 // Results written before the problem interface (no reference, no outputs,
@@ -212,6 +252,25 @@ TEST(Records, MalformedTracesAreRejected) {
   expect_rejected(mutate([](json& j) { j["records"][2][3] = -5; }), "negative", true);
   expect_rejected(mutate([](json& j) { j["kernel"]["tiles_m"] = 0; }), "tiles_m", true);
   expect_rejected(mutate([](json& j) { j["kernel"].erase("order"); }), "'order'", true);
+  // What a launch cannot have written: a grid that is not the shape's, a block of size 0,
+  // units missing or twice, k ranges that overlap, leave a gap or run past K, values past int32.
+  expect_rejected(mutate([](json& j) { j["kernel"]["tiles_n"] = 4; }), "tiles", true);
+  expect_rejected(mutate([](json& j) { j["kernel"]["block_m"] = 0; }), "block_m", true);
+  expect_rejected(mutate([](json& j) { j["kernel"]["work_units"] = 7; }), "work units", true);
+  expect_rejected(mutate([](json& j) { j["records"][1][5] = 0; }), "recorded twice", true);
+  expect_rejected(mutate([](json& j) { j["records"][1][5] = 6; }), "out of range", true);
+  expect_rejected(mutate([](json& j) { j["records"][3][3] = 100; }), "gap", true);
+  expect_rejected(mutate([](json& j) { j["records"][3][2] = 1; }), "gap", true);
+  expect_rejected(mutate([](json& j) { j["records"][3][3] = 130; }), "k range", true);
+  expect_rejected(mutate([](json& j) { j["records"][3] = j["records"][2]; j["records"][3][5] = 3; }), "gap", true);
+  expect_rejected(mutate([](json& j) { j["records"][0][0] = 4294967296; }), "too large", true);
+  expect_rejected(mutate([](json& j) { j["shape"]["k"] = 4294967296; }), "2^31", true);
+  // A tile split in two along K, end to end, is fine.
+  json split = good;
+  split["kernel"]["work_units"] = 7;
+  split["records"][5][3] = 64;
+  split["records"].push_back(json::array({1, 2, 64, 129, 0, 6, 300, 310}));
+  EXPECT_EQ(trace_from_json(split.dump()).records.size(), 7u);
 }
 
 TEST(Records, FilesAreWrittenWholeOrNotAtAll) {
@@ -280,6 +339,40 @@ TEST(Records, RebaseMakesEarliestStartZero) {
   EXPECT_EQ(rebase_trace_times(recs), 400u);
   EXPECT_EQ(recs[1].start_ns, 0u);
   EXPECT_EQ(recs[0].end_ns, 300u);
+}
+
+}  // namespace
+
+namespace {
+
+// Every file recorded on a real GPU and committed under assets/ reads with all
+// of the readers' checks: results, compare tables and traces (not the Perfetto exports).
+TEST(Records, EveryRecordedFileReads) {
+  const fs::path assets = wb::assets_dir();
+  int results = 0, compares = 0, traces = 0;
+  for (const auto& e : fs::recursive_directory_iterator(assets)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_regular_file() || e.path().extension() != ".json" || name.find(".perfetto.") != std::string::npos)
+      continue;
+    const std::string text = read_text_file(e.path().string());
+    try {
+      if (text.find(kCompareSchema) != std::string::npos && text.find(kCompareSchema) < 200) {
+        read_compare(e.path().string());
+        ++compares;
+      } else if (e.path().parent_path().parent_path().filename() == "traces") {
+        read_trace(e.path().string());
+        ++traces;
+      } else {
+        read_results(e.path().string());
+        ++results;
+      }
+    } catch (const RecordError& err) {
+      ADD_FAILURE() << err.what();
+    }
+  }
+  EXPECT_GT(results, 0);
+  EXPECT_GT(compares, 0);
+  EXPECT_GT(traces, 0);
 }
 
 }  // namespace

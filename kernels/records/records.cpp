@@ -1,5 +1,7 @@
 #include "records/records.hpp"
 
+#include "schedule/tile_order.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -9,6 +11,7 @@
 #include <ctime>
 #include <fstream>
 #include <numeric>
+#include <vector>
 #include <queue>
 #include <sstream>
 
@@ -97,6 +100,14 @@ void check_schema(const json& j, const char* schema, const char* what) {
                       std::to_string(kRecordsVersion) + ")");
 }
 
+// The sizes a lesson takes (int, at least 1): larger ones come from no run and
+// would overflow the products the readers compute.
+void check_shape(int64_t m, int64_t n, int64_t k) {
+  constexpr int64_t kMax = 2147483647;
+  if (m < 1 || n < 1 || k < 1) throw RecordError("shape: m, n and k must be at least 1");
+  if (m > kMax || n > kMax || k > kMax) throw RecordError("shape: m, n and k must be at most 2^31 - 1");
+}
+
 // ---- header (shared by results and traces) ----
 
 json gpu_to_json(const GpuInfo& g) {
@@ -162,7 +173,7 @@ RunHeader header_from_json(const json& j, const char* what) {
   h.m = get_int(s, "m", "shape");
   h.n = get_int(s, "n", "shape");
   h.k = get_int(s, "k", "shape");
-  if (h.m < 1 || h.n < 1 || h.k < 1) throw RecordError("shape: m, n and k must be at least 1");
+  check_shape(h.m, h.n, h.k);
   for (auto it = s.begin(); it != s.end(); ++it) {
     if (it.key() == "m" || it.key() == "n" || it.key() == "k") continue;
     ShapeParam p;
@@ -240,8 +251,15 @@ std::string results_to_json(const Results& r) {
   return j.dump(2) + "\n";
 }
 
-Results results_from_json(const std::string& text) {
-  const json j = parse(text, "results");
+namespace {
+Results results_from_value(const json& j);
+}  // namespace
+
+Results results_from_json(const std::string& text) { return results_from_value(parse(text, "results")); }
+
+namespace {
+
+Results results_from_value(const json& j) {
   check_schema(j, kResultsSchema, "results");
   Results r;
   r.header = header_from_json(j, "results");
@@ -307,7 +325,57 @@ Results results_from_json(const std::string& text) {
   return r;
 }
 
+}  // namespace
+
 // ---------------------------------------------------------------- traces
+
+namespace {
+
+// What every traced launch writes: one record per work unit, numbered 0 ..
+// units - 1 once each, and for every tile k ranges that cover [0, K) exactly
+// once (a split tile has several, end to end).
+void check_trace_coverage(const Trace& t) {
+  const int64_t units = int64_t(t.records.size());
+  if (t.kernel.work_units != units)
+    throw RecordError("trace: " + std::to_string(units) + " records for " + std::to_string(t.kernel.work_units) +
+                      " work units");
+  const int64_t tiles = int64_t(t.kernel.tiles_m) * t.kernel.tiles_n;
+  if (tiles > units) throw RecordError("trace: fewer records than tiles (every tile needs one)");
+  std::vector<char> unit_seen(size_t(units), 0);
+  for (const TraceRecord& r : t.records) {
+    if (r.unit >= units || unit_seen[size_t(r.unit)]++)
+      throw RecordError("trace: work unit " + std::to_string(r.unit) + " out of range or recorded twice");
+  }
+  std::vector<size_t> order(t.records.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  const auto tile_of_record = [&](size_t i) { return int64_t(t.records[i].tile_m) * t.kernel.tiles_n + t.records[i].tile_n; };
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const int64_t ta = tile_of_record(a), tb = tile_of_record(b);
+    return ta != tb ? ta < tb : t.records[a].k_begin < t.records[b].k_begin;
+  });
+  const auto gap = [&](int64_t tile, int64_t k) {
+    return RecordError("trace: tile (" + std::to_string(tile / t.kernel.tiles_n) + ", " +
+                       std::to_string(tile % t.kernel.tiles_n) + "): k ranges overlap or leave a gap at k = " +
+                       std::to_string(k));
+  };
+  int64_t tile = -1, covered = 0, tiles_seen = 0;
+  for (const size_t i : order) {
+    const TraceRecord& r = t.records[i];
+    const int64_t this_tile = tile_of_record(i);
+    if (this_tile != tile) {
+      if (tile >= 0 && covered != t.header.k) throw gap(tile, covered);
+      tile = this_tile;
+      covered = 0;
+      ++tiles_seen;
+    }
+    if (r.k_begin != covered) throw gap(tile, covered);
+    covered = r.k_end;
+  }
+  if (covered != t.header.k) throw gap(tile, covered);
+  if (tiles_seen != tiles) throw RecordError("trace: not every tile has a record");
+}
+
+}  // namespace
 
 std::string trace_to_json(const Trace& t) {
   json j;
@@ -365,7 +433,10 @@ Trace trace_from_json(const std::string& text) {
   k.blocks_per_sm = int(get_nonneg(c, "blocks_per_sm", w));
   k.smem_bytes = int(get_nonneg(c, "smem_bytes", w));
   k.persistent = get_bool(c, "persistent", w);
-  if (k.tiles_m < 1 || k.tiles_n < 1) throw RecordError("kernel: tiles_m and tiles_n must be at least 1");
+  if (k.block_m < 1 || k.block_n < 1 || k.block_k < 1)
+    throw RecordError("kernel: block_m, block_n and block_k must be at least 1");
+  if (k.tiles_m != ceil_div64(t.header.m, k.block_m) || k.tiles_n != ceil_div64(t.header.n, k.block_n))
+    throw RecordError("kernel: tiles_m x tiles_n is not the shape cut into block_m x block_n tiles");
   const json& tm = *field_ptr(j, "timing", "trace");
   t.median_ms = get_number(tm, "median_ms", "timing");
   t.traced_ms = get_number(tm, "traced_ms", "timing");
@@ -382,17 +453,90 @@ Trace trace_from_json(const std::string& text) {
       if (!e[f].is_number_integer()) throw RecordError(where + ": expected an array of 8 integers");
       v[f] = e[f].get<int64_t>();
       if (v[f] < 0) throw RecordError(where + ": negative value");
+      if (f < 6 && v[f] > 2147483647) throw RecordError(where + ": value too large");
     }
     TraceRecord r{int32_t(v[0]), int32_t(v[1]), int32_t(v[2]), int32_t(v[3]), int32_t(v[4]), int32_t(v[5]),
                   uint64_t(v[6]), uint64_t(v[7])};
     if (r.tile_m >= k.tiles_m || r.tile_n >= k.tiles_n)
       throw RecordError(where + ": tile outside the kernel's tiles_m x tiles_n grid");
-    if (r.k_end < r.k_begin) throw RecordError(where + ": k_end before k_begin");
+    if (r.k_end <= r.k_begin || r.k_end > t.header.k) throw RecordError(where + ": k range not inside [0, K)");
     if (r.sm >= t.header.gpu.sm_count) throw RecordError(where + ": SM id not below the GPU's SM count");
     if (r.end_ns < r.start_ns) throw RecordError(where + ": end before start");
     t.records.push_back(r);
   }
+  check_trace_coverage(t);
   return t;
+}
+
+// ---------------------------------------------------------------- compare
+
+std::string compare_to_json(const Compare& c) {
+  nlohmann::ordered_json j;  // schema first, as in the other files
+  j["schema"] = kCompareSchema;
+  j["version"] = kRecordsVersion;
+  j["date"] = c.date;
+  j["gpu"] = c.gpu;
+  j["shape"] = {{"m", c.m}, {"n", c.n}, {"k", c.k}};
+  j["cublas_median_ms"] = c.cublas_median_ms;
+  nlohmann::ordered_json ranked = nlohmann::ordered_json::array();
+  for (const RankedVariant& v : c.ranked)
+    ranked.push_back({{"rank", v.rank},           {"lesson", v.lesson}, {"variant", v.variant},
+                      {"median_ms", v.median_ms}, {"tflops", v.tflops}, {"vs_cublas", v.vs_cublas},
+                      {"passed", v.passed},       {"checked", v.checked}, {"rel_err", error_value(v.rel_err)}});
+  j["ranked"] = ranked;
+  nlohmann::ordered_json runs = nlohmann::ordered_json::array();
+  for (const Results& r : c.runs) runs.push_back(nlohmann::ordered_json::parse(results_to_json(r)));
+  j["runs"] = runs;
+  return j.dump(2) + "\n";
+}
+
+Compare compare_from_json(const std::string& text) {
+  const json j = parse(text, "compare");
+  check_schema(j, kCompareSchema, "compare");
+  Compare c;
+  c.date = get_string(j, "date", "compare");
+  c.gpu = get_string(j, "gpu", "compare");
+  const json& s = *field_ptr(j, "shape", "compare");
+  c.m = get_int(s, "m", "shape");
+  c.n = get_int(s, "n", "shape");
+  c.k = get_int(s, "k", "shape");
+  check_shape(c.m, c.n, c.k);
+  c.cublas_median_ms = get_number(j, "cublas_median_ms", "compare");
+  if (c.cublas_median_ms < 0) throw RecordError("compare.cublas_median_ms: must not be negative");
+  const json& ranked = *field_ptr(j, "ranked", "compare");
+  if (!ranked.is_array()) throw RecordError("compare.ranked: expected an array");
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    const std::string w = "ranked[" + std::to_string(i) + "]";
+    const json& e = ranked[i];
+    RankedVariant v;
+    v.rank = int(get_nonneg(e, "rank", w));
+    if (v.rank != int(i) + 1) throw RecordError(w + ".rank: expected " + std::to_string(i + 1));
+    v.lesson = get_string(e, "lesson", w);
+    v.variant = get_string(e, "variant", w);
+    if (v.lesson.empty() || v.variant.empty()) throw RecordError(w + ": empty lesson or variant");
+    v.median_ms = get_number(e, "median_ms", w);
+    v.tflops = get_number(e, "tflops", w);
+    v.vs_cublas = get_number(e, "vs_cublas", w);
+    if (!(v.median_ms > 0) || v.tflops < 0 || v.vs_cublas < 0)
+      throw RecordError(w + ": median_ms must be positive, tflops and vs_cublas not negative");
+    v.passed = get_bool(e, "passed", w);
+    v.checked = get_bool(e, "checked", w);
+    v.rel_err = get_error(e, "rel_err", w);
+    c.ranked.push_back(std::move(v));
+  }
+  const json& runs = *field_ptr(j, "runs", "compare");
+  if (!runs.is_array()) throw RecordError("compare.runs: expected an array");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    try {
+      c.runs.push_back(results_from_value(runs[i]));
+    } catch (const RecordError& e) {
+      throw RecordError("runs[" + std::to_string(i) + "]: " + e.what());
+    }
+    const Results& r = c.runs.back();
+    if (r.header.m != c.m || r.header.n != c.n || r.header.k != c.k)
+      throw RecordError("runs[" + std::to_string(i) + "]: its shape is not the compare's");
+  }
+  return c;
 }
 
 // ---------------------------------------------------------------- files
@@ -435,6 +579,16 @@ Results read_results(const std::string& path) {
 }
 
 void write_trace(const std::string& path, const Trace& t) { write_text_file_atomic(path, trace_to_json(t)); }
+
+void write_compare(const std::string& path, const Compare& c) { write_text_file_atomic(path, compare_to_json(c)); }
+
+Compare read_compare(const std::string& path) {
+  try {
+    return compare_from_json(read_text_file(path));
+  } catch (const RecordError& e) {
+    throw RecordError(path + ": " + e.what());
+  }
+}
 
 Trace read_trace(const std::string& path) {
   try {

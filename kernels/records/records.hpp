@@ -18,6 +18,7 @@ namespace wb {
 
 inline constexpr const char* kResultsSchema = "matmul-workbook/results";
 inline constexpr const char* kTraceSchema = "matmul-workbook/trace";
+inline constexpr const char* kCompareSchema = "matmul-workbook/compare";
 inline constexpr int kRecordsVersion = 1;
 
 struct RecordError : std::runtime_error {
@@ -135,11 +136,32 @@ struct Trace {
   std::vector<TraceRecord> records;
 };
 
+// `workbook compare`'s file: every variant of every lesson on one shape, ranked
+// by its ratio to the reference, and each lesson's whole run.
+struct RankedVariant {
+  int rank = 0;          // 1, 2, ... in order
+  std::string lesson;    // e.g. "lesson04_hopper"
+  std::string variant;
+  double median_ms = 0, tflops = 0, vs_cublas = 0, rel_err = 0;
+  bool passed = false, checked = true;
+};
+
+struct Compare {
+  std::string date;
+  std::string gpu;                 // the GPU's name
+  int64_t m = 0, n = 0, k = 0;
+  double cublas_median_ms = 0;     // the reference's median over the lesson runs (0: none)
+  std::vector<RankedVariant> ranked;
+  std::vector<Results> runs;       // one per lesson
+};
+
 // Serialise (pretty JSON) and parse/validate. Parse errors throw RecordError.
 std::string results_to_json(const Results& r);
 Results results_from_json(const std::string& text);
 std::string trace_to_json(const Trace& t);
 Trace trace_from_json(const std::string& text);
+std::string compare_to_json(const Compare& c);
+Compare compare_from_json(const std::string& text);
 
 // Files. Writes go to a temporary name in the same folder, then rename, so a
 // reader never sees half a file. Errors throw RecordError naming the path.
@@ -149,6 +171,8 @@ void write_results(const std::string& path, const Results& r);
 Results read_results(const std::string& path);
 void write_trace(const std::string& path, const Trace& t);
 Trace read_trace(const std::string& path);
+void write_compare(const std::string& path, const Compare& c);
+Compare read_compare(const std::string& path);
 
 // True when a file can be created at `path` (checked before a run, so a bad
 // output path is reported before any GPU work). On false, `why` says why.
