@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
-# The test command: set up, build, run every test. GPU tests skip, saying why,
-# without a device. WORKBOOK_CUDA_ARCHITECTURES picks the architectures built
-# (CI: 90a-real).
+# The test command: set up, build, run every test (GPU tests skip, saying why,
+# without a device); then the host code again under AddressSanitizer and
+# UndefinedBehaviorSanitizer, with short fuzz runs of every file reader (any
+# report fails). WORKBOOK_CUDA_ARCHITECTURES picks the architectures built (CI:
+# 90a-real); WORKBOOK_SANITIZE_TESTS=0 skips the sanitizer build. Arguments go
+# to ctest (e.g. -R Records).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${WORKBOOK_BUILD_DIR:-$root/build}
-"$root/scripts/setup.sh"
+if [ "${WORKBOOK_SANITIZE_TESTS:-1}" = 0 ]; then
+  "$root/scripts/setup.sh"
+else
+  "$root/scripts/setup.sh" --sanitize
+fi
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@"
+if [ "${WORKBOOK_SANITIZE_TESTS:-1}" != 0 ]; then
+  echo "== the host code under AddressSanitizer and UndefinedBehaviorSanitizer, and short fuzz runs"
+  ctest --test-dir "$build-sanitize" --output-on-failure -j "$(nproc)" "$@"
+fi

@@ -2,6 +2,9 @@
 // one-line reason (never a crash).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+
 #include <cmath>
 
 #include <filesystem>
@@ -9,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fail_writes.hpp"
 #include "harness/options.hpp"
 #include "records/records.hpp"
 
@@ -226,6 +230,9 @@ TEST(Records, MalformedResultsAreRejected) {
   expect_rejected("", "not valid JSON", false);
   expect_rejected("{\"schema\": ", "not valid JSON", false);
   expect_rejected("[1,2]", "object", false);
+  // Found by fuzzing: a number too large for a double was an exception the readers did not catch.
+  expect_rejected("{\"schema\": 1e795463911829220384}", "not valid JSON", false);
+  expect_rejected("{\"schema\": 0.320198804E4009094}", "not valid JSON", true);
   auto mutate = [&](auto fn) { json j = good; fn(j); return j.dump(); };
   expect_rejected(mutate([](json& j) { j["schema"] = "something-else"; }), "schema", false);
   expect_rejected(mutate([](json& j) { j["version"] = 99; }), "version 99", false);
@@ -373,6 +380,65 @@ TEST(Records, EveryRecordedFileReads) {
   EXPECT_GT(results, 0);
   EXPECT_GT(compares, 0);
   EXPECT_GT(traces, 0);
+}
+
+}  // namespace
+
+namespace {
+
+std::vector<std::string> files_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A write that fails half-way (the disk full: a file-size limit in a child
+// process) leaves the file it would have replaced as it was, and no partial
+// or temporary file beside it.
+TEST(Records, AWriteThatRunsOutOfSpaceLeavesTheOldFileWhole) {
+  const fs::path dir = fs::temp_directory_path() / ("wb-nospace-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string results = (dir / "r.json").string(), trace = (dir / "t.json").string();
+  write_results(results, sample_results());
+  write_trace(trace, sample_trace());
+  const std::string old_results = read_text_file(results), old_trace = read_text_file(trace);
+  Results bigger = sample_results();
+  for (int i = 0; i < 200; ++i) bigger.variants.push_back(bigger.variants[0]);
+  Trace longer = sample_trace();
+  longer.kernel.work_units = 606;
+  for (int i = 6; i < 606; ++i) longer.records.push_back(longer.records[size_t(i % 6)]);
+  const auto fails = [](const std::function<void()>& write) {
+    try {
+      write();
+      return true;
+    } catch (const RecordError& e) {
+      return std::string(e.what()).find("cannot write") == std::string::npos;  // the error says what
+    }
+  };
+  EXPECT_EQ(wb::testing::run_with_file_size_limit(4096, [&] { return fails([&] { write_results(results, bigger); }); }), 1);
+  EXPECT_EQ(wb::testing::run_with_file_size_limit(4096, [&] { return fails([&] { write_trace(trace, longer); }); }), 1);
+  EXPECT_EQ(read_text_file(results), old_results);
+  EXPECT_EQ(read_text_file(trace), old_trace);
+  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"r.json", "t.json"}));
+  // Without the limit the same writes go through.
+  write_results(results, bigger);
+  EXPECT_EQ(read_results(results).variants.size(), bigger.variants.size());
+  fs::remove_all(dir);
+}
+
+// A write the file system refuses (a folder where the file should go; a folder
+// nobody may create files in) is an error, and leaves nothing behind.
+TEST(Records, ARefusedWriteLeavesNothing) {
+  const fs::path dir = fs::temp_directory_path() / ("wb-refused-" + std::to_string(::getpid()));
+  fs::create_directories(dir / "r.json");  // a folder in the way
+  EXPECT_THROW(write_results((dir / "r.json").string(), sample_results()), RecordError);
+  EXPECT_TRUE(fs::is_directory(dir / "r.json"));
+  EXPECT_EQ(files_in(dir), std::vector<std::string>{"r.json"});
+  // /proc/self takes no new files, even from root.
+  EXPECT_THROW(write_results("/proc/self/wb-results.json", sample_results()), RecordError);
+  EXPECT_FALSE(fs::exists("/proc/self/wb-results.json"));
+  fs::remove_all(dir);
 }
 
 }  // namespace

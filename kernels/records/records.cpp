@@ -85,7 +85,8 @@ bool get_bool(const json& j, const char* key, const std::string& where) {
 json parse(const std::string& text, const char* what) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number too large for a double.
     throw RecordError(std::string(what) + ": not valid JSON (" + e.what() + ")");
   }
 }

@@ -21,6 +21,7 @@ FileKind detect_file_kind(const std::string& text) {
   const std::string value = head.substr(open + 1, close - open - 1);
   if (value == kTraceSchema) return FileKind::trace;
   if (value == kResultsSchema) return FileKind::results;
+  if (value == kCompareSchema) return FileKind::compare;
   return FileKind::unknown;
 }
 
@@ -47,7 +48,7 @@ std::vector<AssetEntry> list_assets(const std::string& dir) {
         head.resize(size_t(f.gcount()));
       }
       const FileKind kind = detect_file_kind(head);
-      if (kind == FileKind::unknown) continue;
+      if (kind != FileKind::trace && kind != FileKind::results) continue;
       AssetEntry e;
       e.path = it->path().string();
       e.label = fs::relative(it->path(), dir, ec).generic_string();
@@ -98,31 +99,32 @@ bool Workspace::open(const std::string& path, bool as_comparison) {
     }
   for (const auto& r : results)
     if (r.path == path) return true;
+  std::string text;
   try {
-    const std::string text = read_text_file(path);
-    switch (detect_file_kind(text)) {
-      case FileKind::trace: {
-        Trace t;
-        try {
-          t = trace_from_json(text);
-        } catch (const RecordError& e) {
-          throw RecordError(path + ": " + e.what());
+    text = read_text_file(path);
+  } catch (const RecordError& e) {
+    errors.push_back(e.what());
+    return false;
+  }
+  return open_text(text, path, as_comparison);
+}
+
+bool Workspace::open_text(const std::string& text, const std::string& path, bool as_comparison) {
+  try {
+    try {
+      switch (detect_file_kind(text)) {
+        case FileKind::trace: add_trace(trace_from_json(text), path, as_comparison); return true;
+        case FileKind::results: results.push_back(LoadedResults{path, results_from_json(text)}); return true;
+        case FileKind::compare: {
+          Compare c = compare_from_json(text);
+          for (Results& r : c.runs) results.push_back(LoadedResults{path + " (" + r.header.lesson + ")", std::move(r)});
+          return true;
         }
-        add_trace(std::move(t), path, as_comparison);
-        return true;
+        case FileKind::unknown:
+          throw RecordError("not a matmul-workbook trace, results or compare file (no known \"schema\")");
       }
-      case FileKind::results: {
-        Results parsed;
-        try {
-          parsed = results_from_json(text);
-        } catch (const RecordError& e) {
-          throw RecordError(path + ": " + e.what());
-        }
-        results.push_back(LoadedResults{path, std::move(parsed)});
-        return true;
-      }
-      case FileKind::unknown:
-        throw RecordError(path + ": not a matmul-workbook trace or results file (no known \"schema\")");
+    } catch (const RecordError& e) {
+      throw RecordError(path + ": " + e.what());
     }
   } catch (const RecordError& e) {
     errors.push_back(e.what());

@@ -13,7 +13,7 @@
 
 namespace wb::viewer {
 
-enum class FileKind { trace, results, unknown };
+enum class FileKind { trace, results, compare, unknown };
 
 // Reads the "schema" a workbook file declares, from its first few kilobytes
 // (traces run to megabytes; this avoids parsing one twice).
@@ -65,6 +65,9 @@ class Workspace {
   // reason to `errors`. A trace becomes the current one (or the comparison when
   // `as_comparison`); a file already open is not loaded twice.
   bool open(const std::string& path, bool as_comparison = false);
+  // The same for a file's contents already in memory; `path` names it in messages.
+  // A `workbook compare` file opens as the results of each lesson run it holds.
+  bool open_text(const std::string& text, const std::string& path, bool as_comparison = false);
   // Loads every results file of the asset list (they are small).
   void open_all_asset_results();
   // Adds a trace already in memory (e.g. one just recorded on this GPU).

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "fail_writes.hpp"
 #include "model/colors.hpp"
 #include "model/frame_stats.hpp"
 #include "model/png.hpp"
@@ -31,6 +32,32 @@ TEST(ViewerPng, WritesAndReadsBackPixels) {
   EXPECT_EQ(back.height, img.height);
   EXPECT_EQ(back.rgb, img.rgb);
   std::filesystem::remove(path);
+}
+
+// A screenshot that cannot be written whole (the disk full: a file-size limit in
+// a child process) leaves the picture it would have replaced as it was, and no
+// partial or temporary file beside it; so does one the file system refuses.
+TEST(ViewerPng, AFailedWriteLeavesTheOldPictureWhole) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("viewer-png-nospace-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "shot.png").string();
+  RgbImage small{8, 8, std::vector<uint8_t>(8 * 8 * 3, 40)};
+  std::string error;
+  ASSERT_TRUE(write_png(path, small, &error)) << error;
+  RgbImage big{400, 300, std::vector<uint8_t>(400 * 300 * 3, 200)};
+  EXPECT_EQ(wb::testing::run_with_file_size_limit(
+                4096, [&] { std::string why; return write_png(path, big, &why) || why.empty(); }),
+            1);
+  RgbImage back;
+  ASSERT_TRUE(read_png(path, &back, &error)) << error;
+  EXPECT_EQ(back.rgb, small.rgb);
+  EXPECT_FALSE(write_png("/proc/self/shot.png", big, &error));
+  EXPECT_FALSE(error.empty());
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++files;
+  EXPECT_EQ(files, 1);
+  fs::remove_all(dir);
 }
 
 TEST(ViewerColors, LaunchOrderRampRunsFromFirstToLastColour) {
