@@ -17,7 +17,7 @@ build=${WORKBOOK_BUILD_DIR:-$root/build}
 sanitize=0
 [ "${1:-}" = "--sanitize" ] && sanitize=1
 
-packages=(g++ cmake make pkg-config git libgtest-dev nlohmann-json3-dev libcli11-dev
+packages=(g++ cmake make pkg-config git libgtest-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libpng-dev
           libimgui-dev libglfw3-dev libgl-dev xvfb xauth libgl1-mesa-dri)
 [ $sanitize = 1 ] && packages+=(clang libclang-rt-dev)
 missing=()

@@ -1,6 +1,7 @@
-// A dependency-free PNG writer (8-bit RGB, "stored" deflate blocks: no
-// compression, so no zlib) and a reader for exactly what it writes, which the
-// screenshot test uses to check pixels.
+// Screenshots as PNG files, through libpng: 8-bit RGB, compressed, written to
+// a temporary name and renamed, so a reader never sees half a picture. The
+// reader takes any PNG libpng reads and gives back 8-bit RGB (the screenshot
+// tests check pixels with it).
 #pragma once
 
 #include <cstddef>
@@ -16,9 +17,10 @@ struct RgbImage {
   const uint8_t* at(int x, int y) const { return &rgb[(size_t(y) * size_t(width) + size_t(x)) * 3]; }
 };
 
-// Returns false and sets `error` when the file cannot be written.
+// Returns false and sets `error` when the file cannot be written whole; the
+// file it would have replaced is then as it was.
 bool write_png(const std::string& path, const RgbImage& image, std::string* error);
-// Reads a PNG this writer produced (8-bit RGB, stored blocks); false and `error` otherwise.
+// False and `error` when the file is missing or not a PNG.
 bool read_png(const std::string& path, RgbImage* image, std::string* error);
 
 }  // namespace wb::viewer
