@@ -100,7 +100,7 @@ trace() {
   local l=$1 v=$2 s=${3:-4096} name
   have "$l" || return 0
   name=$l.$v; [ "$s" = 4096 ] || name=$name.$s
-  "$bin/$l" --variant "$v" --reps 9 --rounds 3 --m "$s" --n "$s" --k "$s" --trace "$work/traces/$name.json"
+  "$bin/$l" --variant "$v" --reps 9 --rounds 3 --m "$s" --n "$s" --k "$s" --trace "$work/traces/$name.json.gz"
 }
 
 stage_lessons() {
@@ -125,7 +125,7 @@ stage_lessons() {
   if have lesson04_hopper; then
     for v in tma_store streamk balanced; do
       "$bin/lesson04_hopper" --variant $v --m 3072 --n 3072 --k 4096 --reps 9 --rounds 3 \
-          --trace "$work/traces/lesson04_hopper.$v.3072x3072x4096.json" || rc=1
+          --trace "$work/traces/lesson04_hopper.$v.3072x3072x4096.json.gz" || rc=1
     done
   fi
   return $rc

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Files a GPU check's archive into assets/: results to assets/results/<gpu>/,
-# traces to assets/traces/<gpu>/, the summary beside the results.
+# the summary beside them, and, when asked, the traces to assets/traces/<gpu>/
+# (gzip-compressed: .json.gz). Traces are large and every copy stays in the
+# repository's history, so import them only when their kernels changed.
 #
-#   scripts/import-gpu-check.sh gpu-check.tar.gz summary.txt
+#   scripts/import-gpu-check.sh [--traces] gpu-check.tar.gz summary.txt
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-[ $# -eq 2 ] || { echo "usage: $0 gpu-check.tar.gz summary.txt" >&2; exit 2; }
+traces=0
+if [ "${1:-}" = "--traces" ]; then traces=1; shift; fi
+[ $# -eq 2 ] || { echo "usage: $0 [--traces] gpu-check.tar.gz summary.txt" >&2; exit 2; }
 archive=$1 summary=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -15,16 +19,15 @@ first=$(ls "$tmp"/gpu-check/results/*.json | head -n 1)
 gpu=$(sed -n '/"gpu": {/,/}/p' "$first" | grep -m1 '"name"' | sed 's/.*"name": "\(.*\)".*/\1/' |
       tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
 [ -n "$gpu" ] || { echo "import: no GPU name in $first" >&2; exit 1; }
-mkdir -p "$root/assets/results/$gpu" "$root/assets/traces/$gpu"
+mkdir -p "$root/assets/results/$gpu"
 cp "$tmp"/gpu-check/results/*.json "$root/assets/results/$gpu/"
 # Paths in the summary are the check machine's: keep them relative to its output folder.
 sed 's|[^ ]*/gpu-check/|gpu-check/|g' "$summary" > "$root/assets/results/$gpu/gpu-check-summary.txt"
-shopt -s nullglob
-for t in "$tmp"/gpu-check/traces/*.json; do
-  case "$t" in
-    # Perfetto exports of the largest traces are regenerated on demand (lesson --trace), not kept.
-    *.perfetto.json) [ "$(stat -c %s "$t")" -lt 3000000 ] && cp "$t" "$root/assets/traces/$gpu/" ;;
-    *) cp "$t" "$root/assets/traces/$gpu/" ;;
-  esac
-done
-echo "import: $gpu: $(ls "$root/assets/results/$gpu" | wc -l) results files, $(ls "$root/assets/traces/$gpu" | wc -l) trace files"
+if [ $traces = 1 ]; then
+  mkdir -p "$root/assets/traces/$gpu"
+  shopt -s nullglob
+  for t in "$tmp"/gpu-check/traces/*.json.gz; do cp "$t" "$root/assets/traces/$gpu/"; done
+  # Older checks wrote plain JSON: compressed here.
+  for t in "$tmp"/gpu-check/traces/*.json; do gzip -9 -n -c "$t" > "$root/assets/traces/$gpu/$(basename "$t").gz"; done
+fi
+echo "import: $gpu: $(ls "$root/assets/results/$gpu" | wc -l) results files$([ $traces = 1 ] && echo ", $(ls "$root/assets/traces/$gpu" | wc -l) trace files")"

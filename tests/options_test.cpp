@@ -68,6 +68,9 @@ TEST(Options, TracePathsPerVariant) {
   EXPECT_EQ(trace_path_for("out.d/t", "x", true), "out.d/t.x");
   EXPECT_EQ(perfetto_path_for("t.grouped.json"), "t.grouped.perfetto.json");
   EXPECT_EQ(perfetto_path_for("t"), "t.perfetto.json");
+  // Compressed traces keep ".json.gz" at the end.
+  EXPECT_EQ(trace_path_for("out/t.json.gz", "grouped", true), "out/t.grouped.json.gz");
+  EXPECT_EQ(perfetto_path_for("t.grouped.json.gz"), "t.grouped.perfetto.json.gz");
 }
 
 }  // namespace

@@ -359,9 +359,11 @@ TEST(Records, EveryRecordedFileReads) {
   int results = 0, compares = 0, traces = 0;
   for (const auto& e : fs::recursive_directory_iterator(assets)) {
     const std::string name = e.path().filename().string();
-    if (!e.is_regular_file() || e.path().extension() != ".json" || name.find(".perfetto.") != std::string::npos)
-      continue;
-    const std::string text = read_text_file(e.path().string());
+    const bool json = name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0;
+    const bool gz = name.size() > 8 && name.compare(name.size() - 8, 8, ".json.gz") == 0;
+    if (!e.is_regular_file() || !(json || gz) || name.find(".perfetto.") != std::string::npos) continue;
+    const std::string bytes = read_text_file(e.path().string());
+    const std::string text = is_gzip(bytes) ? gzip_decompress(bytes) : bytes;
     try {
       if (text.find(kCompareSchema) != std::string::npos && text.find(kCompareSchema) < 200) {
         read_compare(e.path().string());
@@ -438,6 +440,47 @@ TEST(Records, ARefusedWriteLeavesNothing) {
   // /proc/self takes no new files, even from root.
   EXPECT_THROW(write_results("/proc/self/wb-results.json", sample_results()), RecordError);
   EXPECT_FALSE(fs::exists("/proc/self/wb-results.json"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Records, GzipRoundTripsAndIsDeterministic) {
+  const std::string text = trace_to_json(sample_trace());
+  const std::string z = gzip_compress(text);
+  EXPECT_TRUE(is_gzip(z));
+  EXPECT_FALSE(is_gzip(text));
+  EXPECT_LT(z.size(), text.size());
+  EXPECT_EQ(gzip_decompress(z), text);
+  EXPECT_EQ(gzip_compress(text), z);  // no time stamp: the same text, the same bytes
+  EXPECT_EQ(trace_from_bytes(z).records.size(), 6u);
+  EXPECT_EQ(gzip_decompress(gzip_compress("")), "");
+}
+
+TEST(Records, BadGzipIsAOneLineError) {
+  const std::string z = gzip_compress(trace_to_json(sample_trace()));
+  EXPECT_THROW(gzip_decompress(z.substr(0, z.size() / 2)), RecordError);  // truncated
+  std::string flipped = z;
+  flipped[z.size() / 2] = char(flipped[z.size() / 2] ^ 0x55);
+  EXPECT_THROW(gzip_decompress(flipped), RecordError);  // corrupt (or its CRC fails)
+  EXPECT_THROW(gzip_decompress(std::string("\x1f\x8b")), RecordError);
+  // More than the limit: a small file that would decompress to a large one.
+  const std::string zeros(1 << 20, '0');
+  EXPECT_THROW(gzip_decompress(gzip_compress(zeros), 1 << 16), RecordError);
+  EXPECT_THROW(trace_from_bytes(gzip_compress("not json")), RecordError);
+}
+
+TEST(Records, TracesWriteCompressedWhenThePathSaysSo) {
+  const fs::path dir = fs::temp_directory_path() / ("wb-gz-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string plain = (dir / "t.json").string(), packed = (dir / "t.json.gz").string();
+  write_trace(plain, sample_trace());
+  write_trace(packed, sample_trace());
+  EXPECT_FALSE(is_gzip(read_text_file(plain)));
+  EXPECT_TRUE(is_gzip(read_text_file(packed)));
+  EXPECT_EQ(trace_to_json(read_trace(packed)), trace_to_json(read_trace(plain)));
   fs::remove_all(dir);
 }
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 namespace wb {
 
@@ -542,6 +543,66 @@ Compare compare_from_json(const std::string& text) {
 
 // ---------------------------------------------------------------- files
 
+bool is_gzip(const std::string& bytes) {
+  return bytes.size() >= 2 && uint8_t(bytes[0]) == 0x1F && uint8_t(bytes[1]) == 0x8B;
+}
+
+std::string gzip_compress(const std::string& text) {
+  z_stream z{};
+  // 15 + 16: a gzip wrapper; zlib leaves its time stamp 0 unless given a header.
+  if (deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw RecordError("gzip: cannot start compressing");
+  std::string out(deflateBound(&z, uLong(text.size())) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = uInt(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = uInt(out.size());
+  const int rc = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) throw RecordError("gzip: compression failed");
+  return out;
+}
+
+std::string gzip_decompress(const std::string& bytes, size_t max_bytes) {
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 16) != Z_OK) throw RecordError("gzip: cannot start decompressing");
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  z.avail_in = uInt(bytes.size());
+  std::string out;
+  char chunk[65536];
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(chunk);
+    z.avail_out = sizeof chunk;
+    rc = inflate(&z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END) break;
+    out.append(chunk, sizeof chunk - z.avail_out);
+    if (out.size() > max_bytes) {
+      inflateEnd(&z);
+      throw RecordError("gzip: decompresses to more than " + std::to_string(max_bytes) + " bytes");
+    }
+    if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) break;  // input ended before the stream did
+  }
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END) throw RecordError("gzip: corrupt or truncated data");
+  return out;
+}
+
+Trace trace_from_bytes(const std::string& bytes) {
+  return trace_from_json(is_gzip(bytes) ? gzip_decompress(bytes) : bytes);
+}
+
+namespace {
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+}  // namespace
+
+void write_maybe_compressed(const std::string& path, const std::string& text) {
+  write_text_file_atomic(path, ends_with(path, ".gz") ? gzip_compress(text) : text);
+}
+
 void write_text_file_atomic(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   {
@@ -579,7 +640,7 @@ Results read_results(const std::string& path) {
   }
 }
 
-void write_trace(const std::string& path, const Trace& t) { write_text_file_atomic(path, trace_to_json(t)); }
+void write_trace(const std::string& path, const Trace& t) { write_maybe_compressed(path, trace_to_json(t)); }
 
 void write_compare(const std::string& path, const Compare& c) { write_text_file_atomic(path, compare_to_json(c)); }
 
@@ -593,7 +654,7 @@ Compare read_compare(const std::string& path) {
 
 Trace read_trace(const std::string& path) {
   try {
-    return trace_from_json(read_text_file(path));
+    return trace_from_bytes(read_text_file(path));
   } catch (const RecordError& e) {
     throw RecordError(path + ": " + e.what());
   }

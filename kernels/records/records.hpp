@@ -163,9 +163,22 @@ Trace trace_from_json(const std::string& text);
 std::string compare_to_json(const Compare& c);
 Compare compare_from_json(const std::string& text);
 
+// gzip (through zlib). Traces are kept compressed (".json.gz"): their records
+// repeat, so they shrink about tenfold, and Perfetto opens them as they are.
+bool is_gzip(const std::string& bytes);
+// Deterministic: no file name or time in the header, so equal text gives equal bytes.
+std::string gzip_compress(const std::string& text);
+// RecordError when the data is corrupt, truncated, or would exceed `max_bytes`.
+std::string gzip_decompress(const std::string& bytes, size_t max_bytes = size_t(256) << 20);
+// A trace from a file's bytes: its JSON, or that JSON gzip-compressed.
+Trace trace_from_bytes(const std::string& bytes);
+
 // Files. Writes go to a temporary name in the same folder, then rename, so a
 // reader never sees half a file. Errors throw RecordError naming the path.
+// A path ending in ".gz" is written gzip-compressed (write_trace, and
+// write_maybe_compressed for any text); read_trace takes either form.
 void write_text_file_atomic(const std::string& path, const std::string& text);
+void write_maybe_compressed(const std::string& path, const std::string& text);
 std::string read_text_file(const std::string& path);
 void write_results(const std::string& path, const Results& r);
 Results read_results(const std::string& path);

@@ -482,7 +482,7 @@ void LessonRun::write_traces(const std::vector<VariantResult>& results) {
     trace.time_origin_ns = rebase_trace_times(trace.records);
     const std::string path = trace_path_for(opt_.trace_path, v.name, traced > 1);
     write_trace(path, trace);
-    write_text_file_atomic(perfetto_path_for(path), trace_to_chrome_json(trace));
+    write_maybe_compressed(perfetto_path_for(path), trace_to_chrome_json(trace));
     std::printf("trace: %s (%zu records; traced %.4f ms vs untraced %.4f ms) and %s\n", path.c_str(),
                 trace.records.size(), trace.traced_ms, trace.median_ms, perfetto_path_for(path).c_str());
   }

@@ -102,8 +102,21 @@ ParseOutcome parse_lesson_options(const std::string& program, const std::string&
   return ParseOutcome::run;
 }
 
+namespace {
+// The file's extension as the workbook names its files: ".json" or ".json.gz" ("" when neither).
+std::string json_extension(const std::string& path) {
+  for (const char* ext : {".json.gz", ".json"}) {
+    const size_t n = std::char_traits<char>::length(ext);
+    if (path.size() > n && path.compare(path.size() - n, n, ext) == 0) return ext;
+  }
+  return "";
+}
+}  // namespace
+
 std::string trace_path_for(const std::string& trace_path, const std::string& variant, bool several) {
   if (!several) return trace_path;
+  const std::string ext = json_extension(trace_path);
+  if (!ext.empty()) return trace_path.substr(0, trace_path.size() - ext.size()) + "." + variant + ext;
   const auto slash = trace_path.find_last_of('/');
   const auto dot = trace_path.find_last_of('.');
   if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return trace_path + "." + variant;
@@ -111,11 +124,9 @@ std::string trace_path_for(const std::string& trace_path, const std::string& var
 }
 
 std::string perfetto_path_for(const std::string& trace_json_path) {
-  const std::string ext = ".json";
-  if (trace_json_path.size() > ext.size() &&
-      trace_json_path.compare(trace_json_path.size() - ext.size(), ext.size(), ext) == 0)
-    return trace_json_path.substr(0, trace_json_path.size() - ext.size()) + ".perfetto.json";
-  return trace_json_path + ".perfetto.json";
+  const std::string ext = json_extension(trace_json_path);
+  if (ext.empty()) return trace_json_path + ".perfetto.json";
+  return trace_json_path.substr(0, trace_json_path.size() - ext.size()) + ".perfetto" + ext;
 }
 
 std::string assets_dir() {

@@ -42,7 +42,8 @@ ParseOutcome parse_lesson_options(const std::string& program, const std::string&
                                   const std::vector<ParamSpec>& params = {});
 
 // Trace path for one variant: with several variants traced, "t.json" becomes
-// "t.<variant>.json"; the Perfetto export is "<that>.perfetto.json" with ".json" replaced.
+// "t.<variant>.json" ("t.json.gz": "t.<variant>.json.gz"); the Perfetto export
+// is "t.perfetto.json" ("t.perfetto.json.gz": compressed too).
 std::string trace_path_for(const std::string& trace_path, const std::string& variant, bool several);
 std::string perfetto_path_for(const std::string& trace_json_path);
 

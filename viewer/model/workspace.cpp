@@ -38,11 +38,21 @@ std::vector<AssetEntry> list_assets(const std::string& dir) {
     std::error_code ec;
     if (!fs::is_directory(root, ec)) continue;
     for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-      if (!it->is_regular_file(ec) || it->path().extension() != ".json") continue;
+      const std::string name = it->path().filename().string();
+      const bool json = name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0;
+      const bool gz = name.size() > 8 && name.compare(name.size() - 8, 8, ".json.gz") == 0;
+      if (!it->is_regular_file(ec) || !(json || gz)) continue;
       // Only results and traces: the folders also hold `workbook compare` summaries and
       // Perfetto exports, which are for other tools.
-      std::string head(4096, '\0');
-      {
+      std::string head;
+      if (gz) {
+        try {
+          head = gzip_decompress(read_text_file(it->path().string())).substr(0, 4096);
+        } catch (const RecordError&) {
+          continue;  // opened, it will say what is wrong
+        }
+      } else {
+        head.assign(4096, '\0');
         std::ifstream f(it->path(), std::ios::binary);
         f.read(head.data(), std::streamsize(head.size()));
         head.resize(size_t(f.gcount()));
@@ -109,9 +119,10 @@ bool Workspace::open(const std::string& path, bool as_comparison) {
   return open_text(text, path, as_comparison);
 }
 
-bool Workspace::open_text(const std::string& text, const std::string& path, bool as_comparison) {
+bool Workspace::open_text(const std::string& bytes, const std::string& path, bool as_comparison) {
   try {
     try {
+      const std::string text = is_gzip(bytes) ? gzip_decompress(bytes) : bytes;
       switch (detect_file_kind(text)) {
         case FileKind::trace: add_trace(trace_from_json(text), path, as_comparison); return true;
         case FileKind::results: results.push_back(LoadedResults{path, results_from_json(text)}); return true;

@@ -29,8 +29,9 @@ struct AssetEntry {
 // The asset folder: --assets, else $WORKBOOK_ASSETS, else the build's default.
 std::string resolve_assets_dir(const std::string& from_command_line, const char* compiled_default);
 
-// Every trace or results .json under <dir>/results and <dir>/traces (other
-// JSON there, e.g. Perfetto exports, is left out), sorted by label. A missing
+// Every trace or results file (.json, or .json.gz: compressed) under
+// <dir>/results and <dir>/traces (other JSON there, e.g. Perfetto exports and
+// compare tables, is left out), sorted by label. A missing
 // folder is an empty list, not an error (nothing has been recorded yet).
 std::vector<AssetEntry> list_assets(const std::string& dir);
 
@@ -65,9 +66,10 @@ class Workspace {
   // reason to `errors`. A trace becomes the current one (or the comparison when
   // `as_comparison`); a file already open is not loaded twice.
   bool open(const std::string& path, bool as_comparison = false);
-  // The same for a file's contents already in memory; `path` names it in messages.
-  // A `workbook compare` file opens as the results of each lesson run it holds.
-  bool open_text(const std::string& text, const std::string& path, bool as_comparison = false);
+  // The same for a file's contents already in memory (JSON, or gzip-compressed
+  // JSON); `path` names it in messages. A `workbook compare` file opens as the
+  // results of each lesson run it holds.
+  bool open_text(const std::string& bytes, const std::string& path, bool as_comparison = false);
   // Loads every results file of the asset list (they are small).
   void open_all_asset_results();
   // Adds a trace already in memory (e.g. one just recorded on this GPU).

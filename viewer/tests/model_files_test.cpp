@@ -59,6 +59,27 @@ TEST_F(ViewerFiles, OpensSyntheticTraceAndResults) {
   for (TileState s : states) EXPECT_EQ(s, TileState::done);
 }
 
+// Traces are kept gzip-compressed: listed, detected and opened like plain ones;
+// a compressed file that is corrupt is one error line, not a crash.
+TEST_F(ViewerFiles, OpensCompressedTraces) {
+  testing::SyntheticTraceSpec spec;
+  spec.m = spec.n = 512;
+  const std::string path = (dir_ / "traces/synthetic/lesson03_grouped.grouped.json.gz").string();
+  write_trace(path, testing::synthetic_trace(spec));
+  write("traces/synthetic/lesson03_grouped.grouped.perfetto.json.gz", gzip_compress("{\"traceEvents\": []}"));
+  Workspace ws;
+  ws.assets_dir = dir_.string();
+  ws.refresh_assets();
+  ASSERT_EQ(ws.assets.size(), 1u) << "compressed Perfetto exports are not listed either";
+  EXPECT_EQ(ws.assets[0].kind, FileKind::trace);
+  ASSERT_TRUE(ws.open(path)) << (ws.errors.empty() ? "" : ws.errors.back());
+  EXPECT_EQ(ws.current()->trace.records.size(), 16u);
+  const std::string broken = write("traces/broken.json.gz", gzip_compress(trace_to_json(testing::synthetic_trace(spec))).substr(0, 40));
+  EXPECT_FALSE(ws.open(broken));
+  ASSERT_FALSE(ws.errors.empty());
+  EXPECT_NE(ws.errors.back().find("gzip"), std::string::npos) << ws.errors.back();
+}
+
 TEST_F(ViewerFiles, MissingFolderIsAnEmptyList) {
   EXPECT_TRUE(list_assets((dir_ / "nothing here").string()).empty());
 }
