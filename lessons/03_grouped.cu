@@ -172,6 +172,7 @@ std::vector<GemmVariant> variants() {
     const double a = double(s.m) * s.k, b = double(s.k) * s.n, c = double(s.m) * s.n;
     return 2.0 * (a + b + c) + 2.0 * 2.0 * c;  // + C read and written again by the activation pass
   };
+  unfused.bytes_what = "also C read and written again by the activation pass";
   v.push_back(unfused);
 
   // The default tile shape against its neighbours.

@@ -115,6 +115,69 @@ struct Ranked {
   VariantResult v;
 };
 
+// A GPU device node exists (workbook is host-only: it cannot ask the driver).
+bool gpu_present() { return fs::exists("/dev/nvidiactl") || fs::exists("/dev/nvidia0"); }
+
+// The ranked table of a compare, live or recorded.
+void print_compare(const Compare& c) {
+  if (!c.runs.empty())
+    std::printf("GPU: %s\nshape: M=%lld N=%lld K=%lld, %s\n\n", describe_gpu(c.runs.front().header).c_str(),
+                static_cast<long long>(c.m), static_cast<long long>(c.n), static_cast<long long>(c.k),
+                c.runs.front().header.dtype.c_str());
+  std::printf("%4s  %-18s %-22s %10s %9s %9s  %s\n", "rank", "lesson", "variant", "ms", "TFLOP/s", "% cuBLAS",
+              "check");
+  std::printf("%s\n", std::string(88, '-').c_str());
+  if (c.cublas_median_ms > 0) {
+    const double ms = c.cublas_median_ms;
+    std::printf("%4s  %-18s %-22s %10.4f %9.2f %8.1f%%  reference\n", "-", "cuBLAS", "cublasGemmEx", ms,
+                2.0 * double(c.m) * double(c.n) * double(c.k) / (ms * 1e-3) / 1e12, 100.0);
+  }
+  for (const RankedVariant& v : c.ranked)
+    std::printf("%4d  %-18s %-22s %10.4f %9.2f %8.1f%%  %s\n", v.rank, v.lesson.c_str(), v.variant.c_str(),
+                v.median_ms, v.tflops, 100.0 * v.vs_cublas, !v.checked ? "not checked" : v.passed ? "pass" : "FAIL");
+  std::printf("%% cuBLAS: each variant against cuBLAS timed in the same lesson run (interleaved rounds); ranked by it\n");
+}
+
+// Where no lesson can run: the compare recorded at this shape on a real GPU, or
+// one line naming the shapes that are recorded.
+int show_recorded_compare(const LessonOptions& opt, const std::string& why_not_here) {
+  if (!opt.json_path.empty()) {
+    std::fprintf(stderr, "workbook compare: %s; --json needs a GPU to measure on\n", why_not_here.c_str());
+    return kExitUsage;
+  }
+  std::vector<std::string> shapes;
+  int shown = 0;
+  std::error_code ec;
+  const fs::path root = fs::path(assets_dir()) / "results";
+  std::vector<fs::path> files;
+  for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("compare-", 0) == 0 && it->path().extension() == ".json") files.push_back(it->path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const fs::path& f : files) {
+    try {
+      const Compare c = read_compare(f.string());
+      if (c.m == opt.m && c.n == opt.n && c.k == opt.k) {
+        std::printf("%s%s. RECORDED on %s, %s (not measured on this machine):\n\n", shown ? "\n" : "",
+                    why_not_here.c_str(), c.gpu.c_str(), c.date.c_str());
+        print_compare(c);
+        ++shown;
+      } else {
+        shapes.push_back(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + " on " + c.gpu);
+      }
+    } catch (const RecordError& e) {
+      std::fprintf(stderr, "workbook compare: %s\n", e.what());
+    }
+  }
+  if (shown > 0) return kExitOk;
+  std::string list;
+  for (const std::string& sh : shapes) list += (list.empty() ? "" : ", ") + sh;
+  std::fprintf(stderr, "workbook compare: %s, and nothing is recorded at %dx%dx%d (recorded: %s)\n",
+               why_not_here.c_str(), opt.m, opt.n, opt.k, list.empty() ? "none" : list.c_str());
+  return kExitUsage;
+}
+
 int cmd_compare(int argc, char** argv) {
   LessonOptions opt;
   std::string message;
@@ -139,10 +202,8 @@ int cmd_compare(int argc, char** argv) {
   std::vector<const LessonInfo*> lessons;
   for (const LessonInfo& l : lesson_catalog())
     if (built_here(l)) lessons.push_back(&l);
-  if (lessons.empty()) {
-    std::fprintf(stderr, "workbook compare: this build has no CUDA lessons (host-only build); it needs nvcc and a GPU\n");
-    return kExitUsage;
-  }
+  if (lessons.empty()) return show_recorded_compare(opt, "this build has no CUDA lessons (host-only build)");
+  if (!gpu_present()) return show_recorded_compare(opt, "no CUDA GPU here");
 
   const fs::path tmp_dir = fs::temp_directory_path() / ("workbook-compare-" + std::to_string(::getpid()));
   std::error_code ec;
@@ -164,7 +225,7 @@ int cmd_compare(int argc, char** argv) {
     if (opt.no_check) args.push_back("--no-check");
     std::printf("running %s ...\n", l->id.c_str());
     const int rc = run_program(args, true);
-    if (rc == kExitUsage) {  // e.g. no GPU: the lesson said why in one line
+    if (rc == kExitUsage) {  // the lesson said why in one line
       fs::remove_all(tmp_dir, ec);
       return kExitUsage;
     }
@@ -195,38 +256,22 @@ int cmd_compare(int argc, char** argv) {
   std::stable_sort(rows.begin(), rows.end(), [](const Ranked& a, const Ranked& b) {
     return a.v.vs_cublas != b.v.vs_cublas ? a.v.vs_cublas > b.v.vs_cublas : a.v.median_ms < b.v.median_ms;
   });
-
-  std::printf("\nGPU: %s\nshape: M=%d N=%d K=%d, %s\n\n", describe_gpu(runs.front().header).c_str(), opt.m, opt.n,
-              opt.k, runs.front().header.dtype.c_str());
-  std::printf("%4s  %-18s %-22s %10s %9s %9s  %s\n", "rank", "lesson", "variant", "ms", "TFLOP/s", "% cuBLAS",
-              "check");
-  std::printf("%s\n", std::string(88, '-').c_str());
-  if (!cublas_ms.empty()) {
-    const double ms = cublas_ms[cublas_ms.size() / 2];
-    std::printf("%4s  %-18s %-22s %10.4f %9.2f %8.1f%%  reference\n", "-", "cuBLAS", "cublasGemmEx", ms,
-                2.0 * opt.m * double(opt.n) * opt.k / (ms * 1e-3) / 1e12, 100.0);
-  }
+  Compare c;
+  c.date = utc_timestamp_now();
+  c.gpu = runs.front().header.gpu.name;
+  c.m = opt.m;
+  c.n = opt.n;
+  c.k = opt.k;
+  c.cublas_median_ms = cublas_ms.empty() ? 0.0 : cublas_ms[cublas_ms.size() / 2];
   for (size_t i = 0; i < rows.size(); ++i) {
     const VariantResult& v = rows[i].v;
-    std::printf("%4zu  %-18s %-22s %10.4f %9.2f %8.1f%%  %s\n", i + 1, rows[i].lesson.c_str(), v.name.c_str(),
-                v.median_ms, v.tflops, 100.0 * v.vs_cublas, !v.checked ? "not checked" : v.passed ? "pass" : "FAIL");
+    c.ranked.push_back(RankedVariant{int(i) + 1, rows[i].lesson, v.name, v.median_ms, v.tflops, v.vs_cublas,
+                                     v.rel_err, v.passed, v.checked});
   }
-  std::printf("%% cuBLAS: each variant against cuBLAS timed in the same lesson run (interleaved rounds); ranked by it\n");
-
+  c.runs = runs;
+  std::printf("\n");
+  print_compare(c);
   if (!opt.json_path.empty()) {
-    Compare c;
-    c.date = utc_timestamp_now();
-    c.gpu = runs.front().header.gpu.name;
-    c.m = opt.m;
-    c.n = opt.n;
-    c.k = opt.k;
-    c.cublas_median_ms = cublas_ms.empty() ? 0.0 : cublas_ms[cublas_ms.size() / 2];
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const VariantResult& v = rows[i].v;
-      c.ranked.push_back(RankedVariant{int(i) + 1, rows[i].lesson, v.name, v.median_ms, v.tflops, v.vs_cublas,
-                                       v.rel_err, v.passed, v.checked});
-    }
-    c.runs = runs;
     try {
       write_compare(opt.json_path, c);
       std::printf("results: %s\n", opt.json_path.c_str());

@@ -11,6 +11,8 @@
 
 #include "harness/catalog.hpp"
 #include "harness/ncu.hpp"
+#include "harness/options.hpp"
+#include "harness/report.hpp"
 #include "run_binary.hpp"
 
 namespace {
@@ -63,13 +65,36 @@ TEST(WorkbookCli, ListAndHelp) {
   EXPECT_EQ(r.code, 0) << r.out;
 }
 
-TEST(WorkbookCli, WithoutGpuCompareSaysSoInOneLine) {
+// Without a GPU, `workbook compare` shows what was recorded at that shape, or
+// says in one line that nothing was and which shapes were (assets/results).
+TEST(WorkbookCli, WithoutGpuCompareShowsTheRecordingOrSaysWhichShapesAre) {
   if (gpu_present()) GTEST_SKIP() << "a GPU is present: the no-GPU path is not reachable here";
   Ran r = run("workbook compare --m 64 --n 64 --k 64");
   EXPECT_EQ(r.code, 2) << r.out;
-  // One line from the lesson or from workbook, after the progress line.
+  EXPECT_EQ(lines(r.out), 1) << r.out;
   EXPECT_TRUE(r.out.find("no CUDA GPU") != std::string::npos || r.out.find("host-only") != std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find("recorded: 2048x2048x2048"), std::string::npos) << r.out;
+  r = run("workbook compare --m 2048 --n 2048 --k 2048");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("RECORDED on"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lesson04_hopper"), std::string::npos) << r.out;
+  r = run("workbook compare --m 2048 --n 2048 --k 2048 --json /tmp/wb-no-gpu-compare.json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_FALSE(fs::exists("/tmp/wb-no-gpu-compare.json"));
+}
+
+// `workbook list` counts every recorded file of a lesson, on every GPU and shape.
+TEST(WorkbookCli, ListCountsEveryRecording) {
+  const Ran r = run("workbook list");
+  for (const std::string& id : wb::lesson_ids()) {
+    const size_t n = wb::recorded_results_files(wb::assets_dir(), id).size();
+    const size_t at = r.out.find(id);
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+    EXPECT_NE(line.find(std::to_string(n) + " recorded"), std::string::npos) << line;
+  }
+  EXPECT_GT(wb::recorded_results_files(wb::assets_dir(), "lesson04_hopper").size(), 1u);
 }
 
 TEST(WorkbookCli, WithoutGpuTheMainJobShowsLessonsAndSucceeds) {
@@ -119,6 +144,24 @@ TEST_P(LessonCli, WithoutGpuShowsRecordedResultsOrRefusesJson) {
   r = run(lesson + " --m 64 --n 64 --k 64 --json " + json);
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_FALSE(fs::exists(json)) << "a results file was written without a GPU";
+}
+
+// Without a GPU a lesson shows the recording at the shape asked for, with the
+// variants asked for; where nothing is recorded at that shape, it says so, names
+// the shapes that are, and shows 4096^3.
+TEST(LessonRecorded, ShowsTheShapeAndVariantsAskedFor) {
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present: the no-GPU path is not reachable here";
+  if (!have("lesson03_grouped")) GTEST_SKIP() << "lesson03_grouped is not in this build (no CUDA)";
+  Ran r = run("lesson03_grouped --m 8192 --n 8192 --k 8192 --variant row_major,grouped8");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("shape 8192 x 8192 x 8192"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("shape 4096 x 4096 x 4096"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("grouped8 "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("grouped16 "), std::string::npos) << "a variant not asked for: " << r.out;
+  r = run("lesson03_grouped --m 3000 --n 3000 --k 4096");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("Nothing is recorded for lesson03_grouped at 3000 x 3000 x 4096"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("shape 4096 x 4096 x 4096"), std::string::npos) << r.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Lessons, LessonCli, ::testing::ValuesIn(wb::lesson_ids()),

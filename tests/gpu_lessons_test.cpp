@@ -48,6 +48,8 @@ const std::vector<std::string> kLessons = lesson_ids();
 struct Shape {
   int m, n, k;
 };
+// How test names and failures print a shape: "127x257x129", not its bytes.
+void PrintTo(const Shape& s, std::ostream* os) { *os << s.m << "x" << s.n << "x" << s.k; }
 // 2300 x 4296 (18 x 17 tiles of 128 x 256, tails in both: two whole waves on
 // 132 SMs and a third 32% full) makes lesson 04's Stream-K step share the last
 // 42 tiles along K: with K = 1000 each block takes about 5 k tiles of them,

@@ -235,6 +235,7 @@ std::string results_to_json(const Results& r) {
                     {"checked", v.checked},
                     {"passed", v.passed},
                     {"vs_cublas", v.vs_cublas}});
+      if (!v.bytes_what.empty()) e["bytes_what"] = v.bytes_what;
       if (!v.outputs.empty()) {
         json outs = json::array();
         for (const OutputCheck& o : v.outputs)
@@ -306,6 +307,7 @@ Results results_from_value(const json& j) {
       v.checked = get_bool(e, "checked", w);
       v.passed = get_bool(e, "passed", w);
       v.vs_cublas = get_number(e, "vs_cublas", w);
+      if (e.contains("bytes_what")) v.bytes_what = get_string(e, "bytes_what", w);
       if (e.contains("outputs")) {
         const json& outs = e["outputs"];
         if (!outs.is_array()) throw RecordError(w + ".outputs: expected an array");

@@ -86,6 +86,7 @@ struct VariantResult {
   int samples = 0;
   double flops = 0;             // work this variant does
   double bytes = 0;             // DRAM bytes this variant must move at least
+  std::string bytes_what;       // when `bytes` counts something else: what ("" : the usual)
   double tflops = 0, gbps = 0;
   double rel_err = 0;           // ||out - reference|| / ||reference|| (the worst output)
   double rel_err_fp64 = 0;      // same, against the fp64 reference on sampled rows

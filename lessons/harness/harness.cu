@@ -521,6 +521,7 @@ int LessonRun::run() {
   for (size_t i = 0; i < selected_.size(); ++i) {
     results[i].name = selected_[i].variant->name;
     results[i].what = selected_[i].variant->what;
+    results[i].bytes_what = selected_[i].variant->bytes_what;
     if (!selected_[i].skip_reason.empty()) {
       results[i].skipped = true;
       results[i].skip_reason = selected_[i].skip_reason;
@@ -552,6 +553,7 @@ int LessonRun::run() {
               "variant time\n",
               res.timing.reps_per_round * opt_.rounds, opt_.rounds, problem_.reference.label.c_str(), "cuBLAS",
               problem_.reference.label.c_str());
+  std::printf("%s", gbps_line(res).c_str());
   if (const std::string fused = fused_epilogue_lines(res); !fused.empty()) std::printf("\n%s", fused.c_str());
 
   bool any_model = false;
@@ -725,8 +727,13 @@ int run_lesson(const Lesson& lesson, int argc, char** argv) {
       std::fprintf(stderr, "%s: no CUDA GPU (%s); --json and --trace need one\n", id.c_str(), reason.c_str());
       return kExitUsage;
     }
+    RecordedRequest request;
+    request.m = opt.m;
+    request.n = opt.n;
+    request.k = opt.k;
+    request.variants = opt.variants;
     std::printf("No CUDA GPU here (%s). Results recorded on a real GPU:\n\n%s", reason.c_str(),
-                format_recorded_results(assets_dir(), id).c_str());
+                format_recorded_results(assets_dir(), id, request).c_str());
     return kExitOk;
   }
   if (opt.device >= count) {

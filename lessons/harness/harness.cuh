@@ -75,6 +75,7 @@ struct Variant {
   std::function<size_t(const ProblemSize&)> workspace_bytes;  // device memory beside the operands; empty: none
   std::function<double(const ProblemSize&)> flops;            // empty: the problem's
   std::function<double(const ProblemSize&)> bytes;            // DRAM bytes it must move at least; empty: the problem's
+  std::string bytes_what;  // with `bytes`: what they count, for the report's GB/s line ("" : the problem's bytes)
   std::function<std::string(const ProblemSize&)> note;        // e.g. "falls back to lesson 03: ..."; "": none
   // What a model predicts for this variant on this GPU, printed under the report.
   std::function<std::string(const ProblemSize&, const KernelConfig&, const GpuInfo&)> model;
@@ -149,6 +150,7 @@ struct TypedVariant {
   std::function<size_t(const Shape&)> workspace_bytes;
   std::function<double(const Shape&)> flops;
   std::function<double(const Shape&)> bytes;
+  std::string bytes_what;
   std::function<std::string(const Shape&)> note;
   std::function<std::string(const Shape&, const KernelConfig&, const GpuInfo&)> model;
 };
@@ -167,6 +169,7 @@ Variant erase_variant(const TypedVariant<Args, Shape>& t, Bind bind, ShapeOf sha
     v.workspace_bytes = [f = t.workspace_bytes, shape_of](const ProblemSize& s) { return f(shape_of(s)); };
   if (t.flops) v.flops = [f = t.flops, shape_of](const ProblemSize& s) { return f(shape_of(s)); };
   if (t.bytes) v.bytes = [f = t.bytes, shape_of](const ProblemSize& s) { return f(shape_of(s)); };
+  v.bytes_what = t.bytes_what;
   if (t.note) v.note = [f = t.note, shape_of](const ProblemSize& s) { return f(shape_of(s)); };
   if (t.model)
     v.model = [f = t.model, shape_of](const ProblemSize& s, const KernelConfig& c, const GpuInfo& g) {

@@ -52,6 +52,9 @@ ParseOutcome parse_lesson_options(const std::string& program, const std::string&
     }
     app.add_option(p.option(), param_values.back(), help)->capture_default_str();
   }
+  app.footer(
+      "The report's GB/s is the bytes a variant must move at least (every input read once, every output written "
+      "once; a variant that counts otherwise says so under the table) over its median time.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

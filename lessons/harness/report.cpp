@@ -81,35 +81,120 @@ std::string fused_epilogue_lines(const Results& r) {
   return "fused activations, against the same kernel without (both paired with cuBLAS round by round):\n" + out;
 }
 
+std::string gbps_line(const Results& r) {
+  // Variants that count the same way share one description: "a, b: ...".
+  std::vector<std::pair<std::string, std::string>> groups;  // (what, names)
+  for (const VariantResult& v : r.variants) {
+    if (v.skipped || v.bytes_what.empty()) continue;
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == v.bytes_what; });
+    if (g == groups.end()) groups.push_back({v.bytes_what, v.name});
+    else g->second += ", " + v.name;
+  }
+  std::string own;
+  for (const auto& [what, names] : groups) own += "; " + names + ": " + what;
+  return "GB/s: the bytes a variant must move at least (every input read once, every output written once) over its "
+         "median time" + own + "\n";
+}
+
 std::vector<std::string> recorded_results_files(const std::string& assets, const std::string& lesson_id) {
   std::vector<std::string> files;
   std::error_code ec;
   const fs::path root = fs::path(assets) / "results";
   if (!fs::is_directory(root, ec)) return files;
   for (const auto& gpu_dir : fs::directory_iterator(root, ec)) {
-    const fs::path f = gpu_dir.path() / (lesson_id + ".json");
-    if (fs::is_regular_file(f, ec)) files.push_back(f.string());
+    for (const auto& f : fs::directory_iterator(gpu_dir.path(), ec)) {
+      const std::string name = f.path().filename().string();
+      const bool mine = name == lesson_id + ".json" ||
+                        (name.rfind(lesson_id + "-", 0) == 0 && f.path().extension() == ".json");
+      if (mine && f.is_regular_file(ec)) files.push_back(f.path().string());
+    }
   }
   std::sort(files.begin(), files.end());
   return files;
 }
 
-std::string format_recorded_results(const std::string& assets, const std::string& lesson_id) {
+namespace {
+
+std::string shape_text(int64_t m, int64_t n, int64_t k) {
+  return std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k);
+}
+
+int ran_variants(const Results& r) {
+  int n = 0;
+  for (const VariantResult& v : r.variants) n += v.skipped || v.reference ? 0 : 1;
+  return n;
+}
+
+// One recording, labelled, with only the variants asked for (and the reference).
+std::string format_recording(const Results& r, const std::vector<std::string>& variants) {
+  Results shown = r;
+  if (!variants.empty()) {
+    shown.variants.clear();
+    for (const VariantResult& v : r.variants)
+      if (v.reference || std::find(variants.begin(), variants.end(), v.name) != variants.end())
+        shown.variants.push_back(v);
+  }
+  std::string out = "  RECORDED on " + r.header.gpu.name + ", " + r.header.date + " (not measured on this machine)\n";
+  out += "  " + describe_gpu(r.header) + "\n";
+  out += "  shape " + shape_text(r.header.m, r.header.n, r.header.k) + ", " + r.header.dtype + "\n\n";
+  if (ran_variants(shown) == 0) return out + "  (none of the variants asked for is in this recording)\n\n";
+  return out + format_report(shown) + gbps_line(shown) + fused_epilogue_lines(shown) + "\n";
+}
+
+}  // namespace
+
+std::string format_recorded_results(const std::string& assets, const std::string& lesson_id,
+                                    const RecordedRequest& request) {
   const auto files = recorded_results_files(assets, lesson_id);
   if (files.empty()) return "  (no recorded results for " + lesson_id + " in " + assets + "/results)\n";
+  struct Recording {
+    std::string file;
+    Results results;
+  };
+  std::vector<Recording> all;
   std::string out;
   for (const std::string& f : files) {
     try {
-      const Results r = read_results(f);
-      out += "  RECORDED on " + r.header.gpu.name + ", " + r.header.date + " (not measured on this machine)\n";
-      out += "  " + describe_gpu(r.header) + "\n";
-      out += "  shape " + std::to_string(r.header.m) + " x " + std::to_string(r.header.n) + " x " +
-             std::to_string(r.header.k) + ", " + r.header.dtype + "\n\n";
-      out += format_report(r);
-      out += fused_epilogue_lines(r) + "\n";
+      all.push_back({f, read_results(f)});
     } catch (const RecordError& e) {
       out += std::string("  (unreadable recorded results: ") + e.what() + ")\n";
     }
+  }
+  const auto at = [&](int64_t m, int64_t n, int64_t k) {
+    std::vector<const Recording*> found;
+    for (const Recording& r : all)
+      if (r.results.header.m == m && r.results.header.n == n && r.results.header.k == k) found.push_back(&r);
+    return found;
+  };
+  std::vector<const Recording*> shown = at(request.m, request.n, request.k);
+  if (shown.empty()) {
+    std::vector<std::string> shapes;
+    for (const Recording& r : all) {
+      const std::string s = shape_text(r.results.header.m, r.results.header.n, r.results.header.k);
+      if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(s);
+    }
+    std::string list;
+    for (const std::string& s : shapes) list += (list.empty() ? "" : ", ") + s;
+    out += "  Nothing is recorded for " + lesson_id + " at " + shape_text(request.m, request.n, request.k) +
+           " (recorded: " + list + ")";
+    shown = at(4096, 4096, 4096);
+    if (shown.empty()) return out + ".\n";
+    out += "; here is 4096 x 4096 x 4096:\n\n";
+  }
+  // Per GPU, the recording with the most variants; the others at this shape are named.
+  std::vector<const Recording*> best;
+  for (const Recording* r : shown) {
+    auto same_gpu = std::find_if(best.begin(), best.end(), [&](const Recording* b) {
+      return b->results.header.gpu.name == r->results.header.gpu.name;
+    });
+    if (same_gpu == best.end()) best.push_back(r);
+    else if (ran_variants(r->results) > ran_variants((*same_gpu)->results)) *same_gpu = r;
+  }
+  for (const Recording* r : best) {
+    out += format_recording(r->results, request.variants);
+    for (const Recording* other : shown)
+      if (other != r && other->results.header.gpu.name == r->results.header.gpu.name)
+        out += "  also recorded at this shape on this GPU: " + fs::path(other->file).filename().string() + "\n";
   }
   return out;
 }

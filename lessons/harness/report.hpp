@@ -15,18 +15,30 @@ std::string describe_gpu(const RunHeader& h);
 // variant | ms | TFLOP/s | GB/s | % of cuBLAS | rel. err | max abs err | check
 std::string format_report(const Results& r);
 
+// What the GB/s column counts, and which variants count otherwise.
+std::string gbps_line(const Results& r);
+
 // What each fused activation costs: for every variant <base>_<activation>
 // (relu, leaky_relu, gelu, silu) whose <base> ran too, how much lower its % of
 // cuBLAS is, relative to <base>'s. Both are medians over rounds paired with
 // cuBLAS, so drift between the two runs cancels. "" when there is none.
 std::string fused_epilogue_lines(const Results& r);
 
-// assets/results/<gpu>/<lesson>.json files, sorted by GPU folder.
+// Every recorded results file of a lesson, on every GPU and shape:
+// assets/results/<gpu>/<lesson>.json and <lesson>-*.json, sorted.
 std::vector<std::string> recorded_results_files(const std::string& assets, const std::string& lesson_id);
 
-// Every recorded run of this lesson, each labelled "recorded on <GPU>, <date>";
-// a line saying there are none when there are none.
-std::string format_recorded_results(const std::string& assets, const std::string& lesson_id);
+// What a lesson shows where it cannot run: the recordings at the shape asked
+// for, one per GPU (the one with the most variants; the others named), each
+// labelled "RECORDED on <GPU>, <date>", with only the variants asked for.
+// Where nothing is recorded at that shape, a line says so and names the
+// shapes that are, and the recordings at 4096^3 follow.
+struct RecordedRequest {
+  int64_t m = 4096, n = 4096, k = 4096;
+  std::vector<std::string> variants;  // empty: all
+};
+std::string format_recorded_results(const std::string& assets, const std::string& lesson_id,
+                                    const RecordedRequest& request = {});
 
 // The L2 model's prediction for a tiled kernel's order on this GPU: DRAM bytes,
 // hit rate, waves. Uses the kernel's tile sizes, order, GROUP_M and blocks per SM.
