@@ -1,10 +1,14 @@
 #include "model/workspace.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
+
+#include <nlohmann/json.hpp>
 
 namespace wb::viewer {
 
@@ -23,6 +27,64 @@ FileKind detect_file_kind(const std::string& text) {
   if (value == kResultsSchema) return FileKind::results;
   if (value == kCompareSchema) return FileKind::compare;
   return FileKind::unknown;
+}
+
+namespace {
+
+std::string shape_text(int64_t m, int64_t n, int64_t k) {
+  if (m == n && n == k) return std::to_string(m) + "^3";
+  return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+}
+
+// The file name without its extension and without what the title says already
+// (the lesson, the variant, the shape): "lesson04_hopper-targets-2048.json" -> "targets".
+std::string file_note(std::string stem, const std::vector<std::string>& said) {
+  for (const std::string& word : said)
+    if (!word.empty())
+      for (size_t at; (at = stem.find(word)) != std::string::npos;) stem.erase(at, word.size());
+  std::string note;
+  for (char c : stem) {
+    const bool sep = c == '-' || c == '.' || c == '_';
+    if (sep && (note.empty() || note.back() == ' ')) continue;
+    note += sep ? ' ' : c;
+  }
+  while (!note.empty() && note.back() == ' ') note.pop_back();
+  return note;
+}
+
+}  // namespace
+
+std::string asset_title(FileKind kind, const std::string& head, const std::string& file_name) {
+  std::string stem = file_name;
+  for (const char* ext : {".gz", ".json"})
+    if (stem.size() > std::strlen(ext) && stem.compare(stem.size() - std::strlen(ext), std::strlen(ext), ext) == 0)
+      stem.resize(stem.size() - std::strlen(ext));
+  // The header is everything before the records (a trace) or the variants (results): close it and parse it.
+  const auto cut = head.find(kind == FileKind::trace ? "\"records\"" : "\"variants\"");
+  if (cut == std::string::npos) return stem;
+  std::string prefix = head.substr(0, cut);
+  while (!prefix.empty() && (std::isspace(static_cast<unsigned char>(prefix.back())) || prefix.back() == ','))
+    prefix.pop_back();
+  const nlohmann::json j = nlohmann::json::parse(prefix + "}", nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("lesson") || !j["lesson"].is_string() || !j.contains("shape") ||
+      !j["shape"].is_object())
+    return stem;
+  const std::string lesson = j["lesson"].get<std::string>();
+  const nlohmann::json& shape = j["shape"];
+  auto dim = [&](const char* key) { return shape.contains(key) && shape[key].is_number_integer() ? shape[key].get<int64_t>() : 0; };
+  const int64_t m = dim("m"), n = dim("n"), k = dim("k");
+  const std::string shown_lesson = lesson.rfind("lesson", 0) == 0 ? lesson.substr(6) : lesson;
+  std::string title = shown_lesson;
+  std::string variant;
+  if (kind == FileKind::trace && j.contains("variant") && j["variant"].is_string()) {
+    variant = j["variant"].get<std::string>();
+    title += " " + variant;
+  }
+  title += " " + shape_text(m, n, k);
+  const std::string note = file_note(stem, {lesson, variant, std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k),
+                                            std::to_string(m)});
+  if (kind == FileKind::results && !note.empty()) title += " " + note;
+  return title;
 }
 
 std::string resolve_assets_dir(const std::string& from_command_line, const char* compiled_default) {
@@ -47,7 +109,7 @@ std::vector<AssetEntry> list_assets(const std::string& dir) {
       std::string head;
       if (gz) {
         try {
-          head = gzip_decompress(read_text_file(it->path().string())).substr(0, 4096);
+          head = gzip_decompress(read_text_file(it->path().string())).substr(0, 16384);
         } catch (const RecordError&) {
           continue;  // opened, it will say what is wrong
         }
@@ -64,6 +126,9 @@ std::vector<AssetEntry> list_assets(const std::string& dir) {
       e.label = fs::relative(it->path(), dir, ec).generic_string();
       e.kind = kind;
       e.bytes = it->file_size(ec);
+      e.folder = fs::relative(it->path().parent_path(), root, ec).generic_string();
+      if (kind == FileKind::results && !gz) head = read_text_file(e.path);  // results are small; their header may pass 4 kB
+      e.title = asset_title(kind, head, name);
       out.push_back(std::move(e));
     }
   }

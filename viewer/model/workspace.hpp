@@ -24,7 +24,17 @@ struct AssetEntry {
   std::string label;  // relative to the asset folder, e.g. "traces/nvidia-h100-80gb-hbm3/lesson03_grouped.grouped.json"
   FileKind kind;
   uintmax_t bytes;
+  std::string folder;  // the GPU's folder, e.g. "nvidia-h100-80gb-hbm3"
+  // What the file holds, from its header: "03_grouped row_major 8192^3" (a
+  // trace: lesson, variant, shape) or "04_hopper 2048^3 targets" (results:
+  // lesson, shape, and what else the file name says). The file name when the
+  // header cannot be read.
+  std::string title;
 };
+
+// The title of a trace or results file from the start of its text (the header
+// before its records or variants), and its file name (for the results' note).
+std::string asset_title(FileKind kind, const std::string& head, const std::string& file_name);
 
 // The asset folder: --assets, else $WORKBOOK_ASSETS, else the build's default.
 std::string resolve_assets_dir(const std::string& from_command_line, const char* compiled_default);
