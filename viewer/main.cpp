@@ -37,6 +37,7 @@ struct Options {
   std::string assets;
   std::string panel;
   std::string screenshot;
+  std::string layout;
   std::string size = "1600x900";
   int bench_frames = 0;
   int width = 1600, height = 900;
@@ -50,6 +51,9 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
   app.add_option("--panel", o.panel, "panel to show: order, l2, waves, timeline, results")
       ->check(CLI::IsMember({"order", "l2", "waves", "timeline", "results"}));
   app.add_option("--screenshot", o.screenshot, "render the panel into this PNG and exit");
+  app.add_option("--layout", o.layout,
+                 "with --screenshot: also write what the panel drew (its problem, where its grid, points and labels "
+                 "are) as JSON to this file");
   app.add_option("--size", o.size, "window size WIDTHxHEIGHT")->default_str("1600x900");
   app.add_option("--bench-frames", o.bench_frames, "render N frames of the timeline and print frame-time statistics")
       ->check(CLI::Range(1, 1000000));
@@ -60,6 +64,10 @@ std::optional<int> parse_options(int argc, char** argv, Options& o) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "tile-viewer: %s (see --help)\n", e.what());
+    return 2;
+  }
+  if (!o.layout.empty() && o.screenshot.empty()) {
+    std::fprintf(stderr, "tile-viewer: --layout needs --screenshot (see --help)\n");
     return 2;
   }
   if (std::sscanf(o.size.c_str(), "%dx%d", &o.width, &o.height) != 2 || o.width < 320 || o.height < 240 ||
@@ -275,10 +283,13 @@ int main(int argc, char** argv) {
       exit_code = 1;
     } else {
       std::printf("tile-viewer: wrote %s (%dx%d)\n", opt.screenshot.c_str(), opt.width, opt.height);
-      if (panel == ui::PanelId::order) {
-        const auto& g = app.order_panel().placement();
-        std::printf("tile grid: %d %d %d %d %d %s %d %lld\n", g.x, g.y, g.cell, g.tiles_m, g.tiles_n,
-                    wb::tile_order_name(g.order), g.group_m, static_cast<long long>(g.launched));
+    }
+    if (!opt.layout.empty()) {
+      try {
+        wb::write_text_file_atomic(opt.layout, app.layout(panel).dump(1) + "\n");
+      } catch (const wb::RecordError& e) {
+        std::fprintf(stderr, "tile-viewer: %s\n", e.what());
+        exit_code = 1;
       }
     }
     if (!files_ok) exit_code = 1;  // the picture shows the error; the run still failed to open a file

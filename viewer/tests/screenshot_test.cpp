@@ -1,9 +1,11 @@
 // Runs tile-viewer --screenshot under Xvfb and checks the picture: the size
-// asked for, not blank, and the launch-order colours where the tiles are.
-// The viewer prints where it drew the tile grid; the colours come from the model.
+// asked for, not blank, and the launch-order colours where the tiles are. The
+// viewer's --layout says what each panel drew and where (the problem it shows,
+// its grid, labels and points); the colours come from the model.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,10 +14,14 @@
 #include <string>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
 #include "model/colors.hpp"
 #include "model/png.hpp"
+#include "models/roofline.hpp"
 #include "records/records.hpp"
 #include "schedule/tile_order.hpp"
+#include "synthetic_trace.hpp"
 
 namespace wb::viewer {
 namespace {
@@ -75,21 +81,27 @@ class ViewerScreenshot : public ::testing::Test {
   fs::path dir_;
 };
 
+nlohmann::json read_layout(const fs::path& path) {
+  std::ifstream f(path);
+  return nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+}
+
 TEST_F(ViewerScreenshot, TileOrderPanelShowsLaunchColours) {
   const std::string png = (dir_ / "order.png").string();
-  const CommandResult r = run(xvfb("--assets " + dir_.string() + " --panel order --size 1280x720 --screenshot " + png));
+  const fs::path layout = dir_ / "order.layout.json";
+  const CommandResult r = run(xvfb("--assets " + dir_.string() + " --panel order --size 1280x720 --screenshot " + png +
+                                   " --layout " + layout.string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "tile-viewer: wrote " + png + " (1280x720)\n") << "a screenshot prints one line";
 
-  // "tile grid: x y cell tiles_m tiles_n order group_m launched"
-  const auto at = r.output.find("tile grid: ");
-  ASSERT_NE(at, std::string::npos) << r.output;
-  std::istringstream line(r.output.substr(at + 11));
-  int x = 0, y = 0, cell = 0, tiles_m = 0, tiles_n = 0, group_m = 0, launched = 0;
-  std::string order_name;
-  line >> x >> y >> cell >> tiles_m >> tiles_n >> order_name >> group_m >> launched;
-  ASSERT_TRUE(line) << r.output;
+  const nlohmann::json j = read_layout(layout);
+  ASSERT_TRUE(j.is_object()) << "no layout written";
+  EXPECT_EQ(j["source"], "model");
+  const int x = j["grid"]["x"], y = j["grid"]["y"], cell = j["grid"]["cell"];
+  const int tiles_m = j["grid"]["tiles_m"], tiles_n = j["grid"]["tiles_n"], group_m = j["group_m"];
+  const int64_t launched = j["grid"]["launched"];
   TileOrder order;
-  ASSERT_TRUE(parse_tile_order(order_name.c_str(), &order)) << order_name;
+  ASSERT_TRUE(parse_tile_order(j["order"].get<std::string>().c_str(), &order)) << j["order"];
   ASSERT_GE(cell, 8);
 
   RgbImage img;
@@ -107,10 +119,145 @@ TEST_F(ViewerScreenshot, TileOrderPanelShowsLaunchColours) {
   };
   const uint8_t* first = pixel_of_pid(0);
   EXPECT_TRUE(near(first, launch_order_rgb(0, tiles))) << "pid 0 is " << rgb_text(first);
-  const uint8_t* done = pixel_of_pid(launched / 4);
+  const uint8_t* done = pixel_of_pid(int(launched / 4));
   EXPECT_TRUE(near(done, launch_order_rgb(launched / 4, tiles))) << "pid " << launched / 4 << " is " << rgb_text(done);
   const uint8_t* last = pixel_of_pid(tiles - 1);
   EXPECT_TRUE(near(last, kPendingTileRgb)) << "the last pid is not launched yet but is " << rgb_text(last);
+}
+
+// Traces like the recorded ones, written by the test: 8192^3 in row-major and
+// grouped order (128 x 256 tiles), and 3072 x 3072 x 4096 on a 114-SM GPU with two blocks per SM.
+struct FollowFiles {
+  std::string row, grouped, wide;
+};
+
+FollowFiles write_follow_traces(const fs::path& dir) {
+  FollowFiles f;
+  testing::SyntheticTraceSpec s;
+  s.m = s.n = s.k = 8192;
+  s.block_m = 128;
+  s.block_n = 256;
+  s.order = TileOrder::row_major;
+  s.variant = "row_major";
+  f.row = (dir / "row_major.8192.json.gz").string();
+  write_trace(f.row, testing::synthetic_trace(s));
+  s.order = TileOrder::grouped;
+  s.group_m = 8;
+  s.variant = "grouped8";
+  f.grouped = (dir / "grouped8.8192.json.gz").string();
+  write_trace(f.grouped, testing::synthetic_trace(s));
+  s.m = s.n = 3072;
+  s.k = 4096;
+  s.sms = 114;
+  s.blocks_per_sm = 2;
+  s.group_m = 16;
+  s.variant = "wide";
+  f.wide = (dir / "wide.3072x3072x4096.json").string();
+  write_trace(f.wide, testing::synthetic_trace(s));
+  return f;
+}
+
+TEST_F(ViewerScreenshot, ModelPanelsFollowTheLoadedTrace) {
+  const FollowFiles f = write_follow_traces(dir_);
+  auto shot = [&](const std::string& files, const char* panel, const std::string& name) {
+    const std::string png = (dir_ / (name + ".png")).string();
+    const fs::path layout = dir_ / (name + ".json");
+    const CommandResult r = run(xvfb(files + " --assets " + dir_.string() + " --panel " + panel +
+                                     " --size 1280x720 --screenshot " + png + " --layout " + layout.string()));
+    EXPECT_EQ(r.exit_code, 0) << name << ": " << r.output;
+    return read_layout(layout);
+  };
+
+  // Tile order replays the 8192^3 row-major trace: its grid, its order, its recorded times.
+  const nlohmann::json order = shot(f.row, "order", "order");
+  EXPECT_EQ(order["source"], "trace");
+  EXPECT_EQ(order["m"], 8192);
+  EXPECT_EQ(order["order"], "row_major");
+  EXPECT_EQ(order["grid"]["tiles_m"], 64);
+  EXPECT_EQ(order["grid"]["tiles_n"], 32);
+  EXPECT_EQ(order["sms"], 132);
+  EXPECT_GT(order["grid"]["launched"].get<int>(), 0);
+  EXPECT_LT(order["grid"]["launched"].get<int>(), 64 * 32) << "the picture is taken part-way through the run";
+
+  // L2 reuse: both 8192^3 traces, each its own order, and a picture unlike the default one.
+  const nlohmann::json l2 = shot(f.row + " --compare " + f.grouped, "l2", "l2");
+  EXPECT_EQ(l2["source"], "trace");
+  EXPECT_EQ(l2["m"], 8192);
+  EXPECT_EQ(l2["block_n"], 256);
+  EXPECT_EQ(l2["order_a"], "row_major");
+  EXPECT_EQ(l2["order_b"], "grouped");
+  EXPECT_EQ(l2["group_m_b"], 8);
+  EXPECT_EQ(l2["gpu"], "Synthetic H100 (not a recording)");
+  const nlohmann::json l2_default = shot("", "l2", "l2_default");
+  EXPECT_EQ(l2_default["source"], "model");
+  RgbImage traced, plain;
+  std::string error;
+  ASSERT_TRUE(read_png((dir_ / "l2.png").string(), &traced, &error)) << error;
+  ASSERT_TRUE(read_png((dir_ / "l2_default.png").string(), &plain, &error)) << error;
+  EXPECT_NE(traced.rgb, plain.rgb) << "with traces loaded the L2 panel draws what it drew without them";
+
+  // Waves: the 3072 x 3072 x 4096 trace's 24 x 12 tiles on its 114 SMs x 2 blocks.
+  const nlohmann::json waves = shot(f.wide, "waves", "waves");
+  EXPECT_EQ(waves["source"], "trace");
+  EXPECT_EQ(waves["tiles"], 288);
+  EXPECT_EQ(waves["sms"], 114);
+  EXPECT_EQ(waves["blocks_per_sm"], 2);
+  EXPECT_EQ(waves["waves"], 2);
+}
+
+TEST_F(ViewerScreenshot, TimelineLabelsStayInside) {
+  const FollowFiles f = write_follow_traces(dir_);
+  const fs::path layout = dir_ / "timeline.json";
+  for (const char* size : {"1600x900", "1000x640"}) {
+    const CommandResult r = run(xvfb(f.row + " --compare " + f.grouped + " --assets " + dir_.string() +
+                                     " --panel timeline --size " + size + " --screenshot " +
+                                     (dir_ / "timeline.png").string() + " --layout " + layout.string()));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const nlohmann::json j = read_layout(layout);
+    ASSERT_EQ(j["traces"].size(), 2u) << size;
+    for (const nlohmann::json& t : j["traces"]) {
+      const float right = t["area"][2], bottom = t["area"][3];
+      EXPECT_GE(t["time_labels"].size(), 3u) << size;
+      for (const nlohmann::json& l : t["time_labels"]) EXPECT_LE(l[2].get<float>(), right) << size << ": a time label runs off";
+      EXPECT_GE(t["sm_labels"].size(), 5u) << size;
+      for (const nlohmann::json& l : t["sm_labels"]) EXPECT_LE(l[3].get<float>(), bottom) << size << ": an SM label is cut";
+    }
+  }
+}
+
+// The recorded results in the repository's assets: lesson 01 counts the bytes
+// its threads request; on the roofline every point must sit under the roof and
+// every label inside the plot, none over another.
+TEST_F(ViewerScreenshot, RooflinePointsUnderTheRoofAndLabelsApart) {
+  const fs::path layout = dir_ / "results.json";
+  for (const char* size : {"1600x900", "1100x700"}) {
+    const CommandResult r = run(xvfb(std::string("--assets ") + SOURCE_ASSETS_PATH + " --panel results --size " + size +
+                                     " --screenshot " + (dir_ / "results.png").string() + " --layout " + layout.string()));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const nlohmann::json j = read_layout(layout);
+    ASSERT_TRUE(j.contains("points")) << "no results in " << SOURCE_ASSETS_PATH;
+    const double peak = j["peak_tflops"], dram = j["dram_gbps"];
+    const float x0 = j["plot"][0], y0 = j["plot"][1], x1 = j["plot"][2], y1 = j["plot"][3];
+    std::vector<std::array<float, 4>> labels;
+    if (j.contains("ridge_label")) labels.push_back(j["ridge_label"].get<std::array<float, 4>>());
+    bool lesson01 = false;
+    for (const nlohmann::json& p : j["points"]) {
+      lesson01 |= p["lesson"] == "lesson01_naive";
+      EXPECT_LE(p["tflops"].get<double>(), roofline_tflops(peak, dram, p["intensity"].get<double>()) * 1.0001)
+          << p["lesson"] << " " << p["variant"] << " sits above the roof";
+      if (p.contains("label")) labels.push_back(p["label"].get<std::array<float, 4>>());
+    }
+    EXPECT_TRUE(lesson01) << "lesson 01's points are on the roofline";
+    EXPECT_GE(labels.size(), 8u) << size;
+    for (size_t i = 0; i < labels.size(); ++i) {
+      const auto& a = labels[i];
+      EXPECT_TRUE(a[0] >= x0 && a[1] >= y0 && a[2] <= x1 && a[3] <= y1) << size << ": label " << i << " leaves the plot";
+      for (size_t k = 0; k < i; ++k) {
+        const auto& b = labels[k];
+        EXPECT_FALSE(a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3]) << size << ": labels " << i << " and " << k << " overlap";
+      }
+    }
+  }
 }
 
 TEST_F(ViewerScreenshot, EveryPanelRendersWithSyntheticFiles) {

@@ -14,6 +14,17 @@ bool parse_panel(const std::string& name, PanelId* out) {
   return false;
 }
 
+nlohmann::json ViewerApp::layout(PanelId panel) const {
+  switch (panel) {
+    case PanelId::order: return order_.layout();
+    case PanelId::l2: return l2_.layout();
+    case PanelId::waves: return waves_.layout();
+    case PanelId::timeline: return timeline_.layout();
+    case PanelId::results: return results_.layout();
+  }
+  return nlohmann::json::object();
+}
+
 ViewerApp::ViewerApp(Workspace& workspace, std::string bin_dir) : ws_(workspace), files_(std::move(bin_dir)) {}
 
 void ViewerApp::select(PanelId panel) {

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "model/workspace.hpp"
 #include "ui/files_panel.hpp"
 #include "ui/l2_panel.hpp"
@@ -26,6 +28,9 @@ class ViewerApp {
   void draw(float frame_seconds);
   // Frees the panels' GL textures; call before the GL context is destroyed.
   void release_textures() { timeline_.release_textures(); }
+
+  // What `panel` drew in the last frame, as JSON (tile-viewer --layout; the screenshot tests read it).
+  nlohmann::json layout(PanelId panel) const;
 
   OrderPanel& order_panel() { return order_; }
   TimelinePanel& timeline_panel() { return timeline_; }

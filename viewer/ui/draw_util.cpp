@@ -128,6 +128,30 @@ bool GpuPicker::draw(const GpuChoice* trace_gpu) {
   return changed;
 }
 
+void GpuPicker::take_trace_gpu(const GpuChoice& trace_gpu) {
+  selection = int(std::size(kGpuPresets));
+  gpu = trace_gpu;
+}
+
+void follow_control(TraceFollow& follow, const LoadedTrace* current) {
+  if (!current) {
+    ImGui::TextDisabled("open a trace to see its run here");
+    return;
+  }
+  bool on = follow.following();
+  if (ImGui::Checkbox("follow the loaded trace", &on)) follow.set_following(on);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("on: this panel takes the trace's shape, tiles, order, split and GPU\n"
+                      "off: the panel's own model, which you can edit");
+  if (on) ImGui::TextWrapped("%s", current->label.c_str());
+}
+
+void text_dim_wrapped(const char* text) {
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyle().Colors[ImGuiCol_TextDisabled]);
+  ImGui::TextWrapped("%s", text);
+  ImGui::PopStyleColor();
+}
+
 void centred_text(ImDrawList* dl, ImVec2 min, ImVec2 max, ImU32 colour, const char* text) {
   const ImVec2 size = ImGui::CalcTextSize(text);
   if (size.x + 2 > max.x - min.x || size.y > max.y - min.y) return;

@@ -9,6 +9,8 @@
 
 #include "model/colors.hpp"
 #include "model/gpu_choice.hpp"
+#include "model/trace_problem.hpp"
+#include "model/workspace.hpp"
 #include "schedule/tile_order.hpp"
 
 namespace wb::viewer::ui {
@@ -44,7 +46,16 @@ struct GpuPicker {
   GpuChoice gpu = gpu_from_preset(kGpuPresets[0]);
   // Draws the picker; true when the GPU changed. `trace_gpu` null: no trace loaded.
   bool draw(const GpuChoice* trace_gpu);
+  // Selects a loaded trace's GPU (what a panel that follows the trace shows).
+  void take_trace_gpu(const GpuChoice& trace_gpu);
 };
+
+// The control every model panel shares while a trace is loaded: a checkbox
+// "follow the loaded trace" (off: the panel's own model), and what it follows.
+void follow_control(TraceFollow& follow, const LoadedTrace* current);
+
+// Dim text wrapped at the window's edge (ImGui's TextDisabled does not wrap).
+void text_dim_wrapped(const char* text);
 
 // Centred text in a rectangle, only when it fits.
 void centred_text(ImDrawList* dl, ImVec2 min, ImVec2 max, ImU32 colour, const char* text);

@@ -28,22 +28,23 @@ void FilesPanel::draw_assets(Workspace& ws) {
     ws.open_all_asset_results();
   }
   ImGui::TextDisabled("%s", ws.assets_dir.c_str());
-  ImGui::BeginChild("asset list", ImVec2(0, ImGui::GetTextLineHeightWithSpacing() * 9), true);
+  ImGui::BeginChild("asset list", ImVec2(0, ImGui::GetTextLineHeightWithSpacing() * 16), true);
   if (ws.assets.empty()) ImGui::TextDisabled("nothing recorded here yet");
+  // Sections by kind and GPU folder; each row says what the file holds (lesson,
+  // variant, shape), the full name on hover.
   FileKind section = FileKind::unknown;
+  std::string folder;
   for (const AssetEntry& e : ws.assets) {
-    if (e.kind != section) {
+    if (e.kind != section || e.folder != folder) {
       section = e.kind;
-      ImGui::TextDisabled(section == FileKind::trace ? "traces" : "results");
+      folder = e.folder;
+      ImGui::TextDisabled("%s, %s", section == FileKind::trace ? "traces" : "results", folder.c_str());
     }
-    // The folder says results/ or traces/ already; show "<gpu>/<file>" without ".json".
-    std::string shown = e.label.substr(e.label.find('/') + 1);
-    if (shown.size() > 5 && shown.compare(shown.size() - 5, 5, ".json") == 0) shown.resize(shown.size() - 5);
     bool open = false;
     for (const auto& t : ws.traces) open |= t->path == e.path;
     for (const auto& r : ws.results) open |= r.path == e.path;
     ImGui::PushID(e.path.c_str());
-    if (ImGui::Selectable(shown.c_str(), open)) ws.open(e.path);
+    if (ImGui::Selectable(e.title.c_str(), open)) ws.open(e.path);
     ImGui::PopID();
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("%s (%s)%s", e.label.c_str(),

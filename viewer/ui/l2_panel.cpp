@@ -1,6 +1,7 @@
 #include "ui/l2_panel.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -14,7 +15,23 @@ L2Panel::L2Panel() {
   scenario_.order_b = TileOrder::grouped;
 }
 
+nlohmann::json L2Panel::layout() const {
+  if (!result_) return nlohmann::json::object();
+  const L2Scenario& s = result_->scenario;
+  return {{"source", follow_.following() ? "trace" : "model"}, {"m", s.grid.m}, {"n", s.grid.n}, {"k", s.grid.k},
+          {"block_m", s.grid.block_m}, {"block_n", s.grid.block_n}, {"block_k", s.grid.block_k},
+          {"order_a", tile_order_name(s.order_a)}, {"group_m_a", s.group_m_a}, {"order_b", tile_order_name(s.order_b)},
+          {"group_m_b", s.group_m_b}, {"gpu", s.gpu.name}, {"sms", s.gpu.sms}, {"l2_bytes", s.gpu.l2_bytes},
+          {"blocks_in_flight", s.blocks_in_flight()}, {"max_tiles", s.max_tiles}, {"misses_a", result_->a.misses},
+          {"misses_b", result_->b.misses}};
+}
+
 void L2Panel::draw(Workspace& ws) {
+  if (follow_.update(ws.current(), ws.comparison())) {
+    scenario_ = l2_scenario_for(ws.current()->trace, ws.comparison() ? &ws.comparison()->trace : nullptr);
+    gpu_.take_trace_gpu(scenario_.gpu);
+    first_tiles_only_ = scenario_.max_tiles >= 0;
+  }
   ImGui::BeginChild("l2 controls", ImVec2(300, 0), true);
   draw_controls(ws);
   ImGui::EndChild();
@@ -27,16 +44,19 @@ void L2Panel::draw(Workspace& ws) {
   const L2ModelInput in = scenario_.input_for(scenario_.order_a, scenario_.group_m_a);
   const int64_t total = int64_t(in.tiles_m) * in.tiles_n;
   const int64_t replayed = in.max_tiles >= 0 ? std::min(in.max_tiles, total) : total;
-  ImGui::Text("%d x %d tiles x %d k-steps; A block %s, B block %s; L2 %s (%s); %d blocks in flight; %s tiles replayed",
+  ImGui::TextWrapped("%d x %d tiles x %d k-steps; A block %s, B block %s; L2 %s (%s); %d blocks in flight; %s tiles replayed",
               in.tiles_m, in.tiles_n, in.k_steps, format_bytes(double(in.a_block_bytes)).c_str(),
               format_bytes(double(in.b_block_bytes)).c_str(), format_bytes(double(in.l2_bytes)).c_str(),
               scenario_.gpu.name.c_str(), in.blocks_in_flight, format_count(replayed).c_str());
   ImGui::Separator();
   if (ImGui::BeginTable("orders", 2, ImGuiTableFlags_BordersInnerV)) {
     ImGui::TableNextColumn();
-    draw_order_column("order A", c.a, scenario_.order_a, scenario_.group_m_a, kOrderARgb);
+    const bool traced = follow_.following();
+    const bool b_traced = traced && ws.comparison() && setup_from_trace(ws.comparison()->trace).order == scenario_.order_b;
+    draw_order_column(traced ? "order A (this trace)" : "order A", c.a, scenario_.order_a, scenario_.group_m_a, kOrderARgb);
     ImGui::TableNextColumn();
-    draw_order_column("order B", c.b, scenario_.order_b, scenario_.group_m_b, kOrderBRgb);
+    draw_order_column(b_traced ? "order B (the comparison trace)" : "order B", c.b, scenario_.order_b, scenario_.group_m_b,
+                      kOrderBRgb);
     ImGui::EndTable();
   }
   if (c.a.misses > 0) {
@@ -50,6 +70,15 @@ void L2Panel::draw(Workspace& ws) {
 }
 
 void L2Panel::draw_controls(Workspace& ws) {
+  follow_control(follow_, ws.current());
+  if (follow_.following()) {
+    text_dim_wrapped(ws.comparison() ? "order A: this trace's; order B: the comparison trace's (or the other "
+                                       "order when both ran the same)"
+                                     : "order A: this trace's; order B: the other order, to compare with");
+    if (scenario_.max_tiles >= 0) text_dim_wrapped("the whole grid takes too long to replay: its first tiles only");
+  }
+  ImGui::Separator();
+  ImGui::BeginDisabled(follow_.following());
   ImGui::TextUnformatted("GPU");
   GpuChoice trace_gpu;
   if (ws.current()) trace_gpu = gpu_from_trace(ws.current()->trace);
@@ -85,7 +114,9 @@ void L2Panel::draw_controls(Workspace& ws) {
     int64_t n = std::max<int64_t>(scenario_.max_tiles, 1);
     if (input_int64("tiles", &n, 1, g.tile_count())) scenario_.max_tiles = n;
   }
+  ImGui::EndDisabled();
   if (ImGui::Button("Triton tutorial example")) {
+    follow_.set_following(false);
     scenario_ = triton_tutorial_scenario();
     first_tiles_only_ = true;
   }
@@ -107,8 +138,19 @@ void L2Panel::draw_order_column(const char* title, const L2ModelResult& r, TileO
 }
 
 void L2Panel::draw_wave_chart(const L2Comparison& c) {
-  ImGui::TextUnformatted("Hit rate per wave (one wave = the blocks in flight)");
+  // Title, then the legend on the same line: nothing drawn over the bars.
+  ImGui::TextUnformatted("Hit rate per wave (one wave = the blocks in flight; waves left to right)");
   ImDrawList* dl = ImGui::GetWindowDrawList();
+  ImGui::SameLine(0, 24);
+  const ImVec2 legend = ImGui::GetCursorScreenPos();
+  const float line_h = ImGui::GetTextLineHeight();
+  dl->AddRectFilled(ImVec2(legend.x, legend.y + 2), ImVec2(legend.x + 12, legend.y + line_h - 2), to_imu32(kOrderARgb));
+  dl->AddText(ImVec2(legend.x + 16, legend.y), IM_COL32(230, 230, 230, 255), "order A");
+  const float bx = legend.x + 16 + ImGui::CalcTextSize("order A").x + 16;
+  dl->AddRectFilled(ImVec2(bx, legend.y + 2), ImVec2(bx + 12, legend.y + line_h - 2), to_imu32(kOrderBRgb));
+  dl->AddText(ImVec2(bx + 16, legend.y), IM_COL32(230, 230, 230, 255), "order B");
+  ImGui::NewLine();
+
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float left = 44, bottom = 22;
@@ -135,18 +177,16 @@ void L2Panel::draw_wave_chart(const L2Comparison& c) {
       draw_bar(c.a.waves, x, kOrderARgb);
       draw_bar(c.b.waves, x + bar, kOrderBRgb);
     }
-    const int label_every = std::max(1, int(40.0f / slot));
+    // Wave numbers under the bars, as many as fit without touching.
+    const int label_every = std::max(1, int(std::ceil(40.0f / slot)));
     for (size_t w = 0; w < waves; w += size_t(label_every)) {
       char label[24];
       std::snprintf(label, sizeof label, "%zu", w);
-      dl->AddText(ImVec2(a.x + slot * (float(w) + 0.3f), b.y + 3), kTextDim, label);
+      const float tw = ImGui::CalcTextSize(label).x;
+      const float x = std::min(a.x + slot * (float(w) + 0.5f) - tw * 0.5f, b.x - tw);
+      dl->AddText(ImVec2(x, b.y + 3), kTextDim, label);
     }
   }
-  dl->AddText(ImVec2(b.x - 60, a.y + 4), kTextDim, "by wave");
-  dl->AddRectFilled(ImVec2(a.x + 8, a.y + 6), ImVec2(a.x + 20, a.y + 18), to_imu32(kOrderARgb));
-  dl->AddText(ImVec2(a.x + 24, a.y + 5), IM_COL32(230, 230, 230, 255), "order A");
-  dl->AddRectFilled(ImVec2(a.x + 90, a.y + 6), ImVec2(a.x + 102, a.y + 18), to_imu32(kOrderBRgb));
-  dl->AddText(ImVec2(a.x + 106, a.y + 5), IM_COL32(230, 230, 230, 255), "order B");
   ImGui::Dummy(ImVec2(avail.x, std::max(avail.y, 80.0f)));
 }
 

@@ -17,8 +17,26 @@ void OrderPanel::set_replay_fraction(double fraction) {
   playback_.set_position(std::floor(fraction * playback_.length()));
 }
 
+void OrderPanel::take_trace(const LoadedTrace& trace) {
+  const TraceProblem p = trace_problem(trace.trace);
+  setup_ = p.grid;
+  setup_.trace_tiles_m = setup_.trace_tiles_n = 0;  // the model derives its grid from M, N and the tile sizes
+  setup_.clamp();
+  gpu_.take_trace_gpu(p.gpu);
+  const double fraction = playback_.fraction();
+  playback_.set_length(modelled_replay_length(setup_, gpu_.gpu.sms * gpu_.gpu.blocks_per_sm));
+  playback_.set_position(fraction * playback_.length());
+}
+
+nlohmann::json OrderPanel::layout() const {
+  nlohmann::json j = shown_;
+  j["grid"] = {{"x", placement_.x}, {"y", placement_.y}, {"cell", placement_.cell}, {"tiles_m", placement_.tiles_m},
+               {"tiles_n", placement_.tiles_n}, {"launched", placement_.launched}};
+  return j;
+}
+
 void OrderPanel::draw(Workspace& ws, float frame_seconds) {
-  if (!ws.current()) use_trace_ = false;
+  if (follow_.update(ws.current())) take_trace(*ws.current());
   if (replaying_trace(ws)) ws.trace_playback.advance(frame_seconds);
   else playback_.advance(frame_seconds);
 
@@ -51,15 +69,12 @@ void OrderPanel::draw_controls(Workspace& ws) {
   if (ImGui::SliderFloat("position", &fraction, 0.0f, 1.0f, "%.3f")) pb.set_position(fraction * pb.length());
 
   ImGui::Separator();
-  if (ws.current()) {
-    if (ImGui::Checkbox("replay the loaded trace", &use_trace_) && use_trace_) ws.trace_playback.rewind();
-    if (use_trace_) ImGui::TextWrapped("%s", ws.current()->label.c_str());
-  } else {
-    ImGui::TextDisabled("open a trace to replay a real run");
-  }
+  const bool was_following = follow_.following();
+  follow_control(follow_, ws.current());
+  if (was_following && !follow_.following()) take_trace(*ws.current());  // the model starts from the trace's problem
   if (traced) {
     ImGui::Text("t = %s of %s", format_ns(pb.position()).c_str(), format_ns(pb.length()).c_str());
-    ImGui::TextDisabled("the timeline's playhead moves with this");
+    text_dim_wrapped("the recorded order and times; the timeline's playhead moves with this");
     return;
   }
 
@@ -182,12 +197,20 @@ void OrderPanel::draw_grid(Workspace& ws) {
   dl->AddRect(ImVec2(lx + 120, ly), ImVec2(lx + 132, ly + 12), to_imu32(hi), 0.0f, 0, 2.0f);
   dl->AddText(ImVec2(lx + 136, ly - 1), kTextDim, "in flight");
   char summary[160];
-  std::snprintf(summary, sizeof summary, "%s, GROUP_M %d: %d A row-blocks + %d B column-blocks in use",
-                tile_order_name(setup.order), setup.group_m, use.a_count, use.b_count);
+  char order_text[48];
+  if (setup.order == TileOrder::grouped) std::snprintf(order_text, sizeof order_text, "grouped, GROUP_M %d", setup.group_m);
+  else std::snprintf(order_text, sizeof order_text, "%s", tile_order_name(setup.order));
+  std::snprintf(summary, sizeof summary, "%s: %d A row-blocks + %d B column-blocks in use", order_text, use.a_count,
+                use.b_count);
   dl->AddText(ImVec2(c0.x, ly + 14 + label_h), IM_COL32(230, 230, 230, 255), summary);
 
+  shown_ = {{"source", trace ? "trace" : "model"}, {"m", setup.m}, {"n", setup.n}, {"k", setup.k},
+            {"block_m", setup.block_m}, {"block_n", setup.block_n}, {"block_k", setup.block_k},
+            {"order", tile_order_name(setup.order)}, {"group_m", setup.group_m}, {"gpu", gpu_.gpu.name},
+            {"sms", gpu_.gpu.sms}, {"blocks_per_sm", gpu_.gpu.blocks_per_sm}};
   placement_ = GridPlacement{int(c0.x), int(c0.y), cell, tm, tn, setup.order, setup.group_m,
-                             std::min<int64_t>(int64_t(std::floor(position)), setup.tile_count())};
+                             int64_t(std::count_if(states.begin(), states.end(),
+                                                   [](TileState t) { return t != TileState::pending; }))};
 
   // Hover: which program computes this tile, and from a trace where and when it ran.
   ImGui::SetCursorScreenPos(c0);

@@ -69,8 +69,10 @@ void TimelinePanel::draw(Workspace& ws, float frame_seconds) {
     ImGui::SameLine();
   }
   ImGui::TextDisabled("wheel: zoom   drag: pan   click: move the playhead   double-click: fit");
+  draw_legend();
 
   bars_drawn_ = 0;
+  layout_ = {{"traces", nlohmann::json::array()}};
   const float h = ImGui::GetContentRegionAvail().y;
   if (other) {
     draw_trace(ws, *t, "trace a", std::floor(h * 0.5f) - 2, canvases_[0]);
@@ -78,6 +80,35 @@ void TimelinePanel::draw(Workspace& ws, float frame_seconds) {
   } else {
     draw_trace(ws, *t, "trace a", h, canvases_[0]);
   }
+}
+
+// What the colours mean: the launch-order ramp, the tail, merged bars, the playhead.
+void TimelinePanel::draw_legend() {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  const float h = ImGui::GetTextLineHeight();
+  float x = p.x;
+  auto text = [&](const char* t) {
+    dl->AddText(ImVec2(x, p.y), kTextDim, t);
+    x += ImGui::CalcTextSize(t).x + 18;
+  };
+  text("block colour = launch order: first");
+  for (int s = 0; s < 40; ++s)
+    dl->AddRectFilled(ImVec2(x - 12 + 2.5f * float(s), p.y + 2), ImVec2(x - 12 + 2.5f * float(s + 1) + 0.5f, p.y + h - 2),
+                      to_imu32(launch_order_rgb(s, 40)));
+  x += 100 - 12 + 6;
+  text("last");
+  dl->AddRectFilled(ImVec2(x, p.y + 2), ImVec2(x + 12, p.y + h - 2), darker(launch_order_rgb(20, 40), 0.7f));
+  x += 16;
+  text("several blocks in one pixel (zoom in)");
+  dl->AddRectFilled(ImVec2(x, p.y + 2), ImVec2(x + 12, p.y + h - 2), blend_over(kTailShade, kWindowBackground));
+  dl->AddRect(ImVec2(x, p.y + 2), ImVec2(x + 12, p.y + h - 2), kAxisLine);
+  x += 16;
+  text("tail: SMs idle for good");
+  dl->AddLine(ImVec2(x + 5, p.y), ImVec2(x + 5, p.y + h), kPlayhead, 2.0f);
+  x += 14;
+  text("playhead (shared with Tile order)");
+  ImGui::Dummy(ImVec2(x - p.x, h));
 }
 
 void TimelinePanel::draw_trace(Workspace& ws, const LoadedTrace& lt, const char* id, float height,
@@ -132,12 +163,18 @@ void TimelinePanel::draw_trace(Workspace& ws, const LoadedTrace& lt, const char*
   canvas_rect(x_of(double(tl.tail_begin_ns())), area0.y, x_of(duration), area1.y,
               blend_over(kTailShade, kWindowBackground));
   // Time axis: a tick in the axis band, its grid line in the picture, on one whole pixel.
+  nlohmann::json time_labels = nlohmann::json::array(), sm_labels = nlohmann::json::array();
   const double step = tick_step(view_.end_ns - view_.begin_ns, std::max(2.0, double(area_w) / 110.0));
   for (double t = std::ceil(view_.begin_ns / step) * step; t <= view_.end_ns; t += step) {
     const float x = std::floor(x_of(t) + 0.5f);
     dl->AddRectFilled(ImVec2(x, area0.y - 4), ImVec2(x + 1, area0.y), kAxisLine);
     canvas_rect(x, area0.y, x + 1, area1.y, kAxisLine);
-    dl->AddText(ImVec2(x + 3, p0.y + 2), kTextDim, format_ns(t).c_str());
+    const std::string tick = format_ns(t);
+    const float tw = ImGui::CalcTextSize(tick.c_str()).x;
+    if (x + 3 + tw <= area1.x) {  // a label that would run off the right edge is left out
+      dl->AddText(ImVec2(x + 3, p0.y + 2), kTextDim, tick.c_str());
+      time_labels.push_back({x + 3, p0.y + 2, x + 3 + tw, p0.y + 2 + ImGui::GetTextLineHeight()});
+    }
   }
 
   // Rows: one per SM; its resident slots are lanes inside the row, or share the
@@ -179,11 +216,16 @@ void TimelinePanel::draw_trace(Workspace& ws, const LoadedTrace& lt, const char*
   // SM labels in the gutter, as many as fit.
   const int label_every = std::max(1, int(std::ceil(ImGui::GetTextLineHeight() / row_h)));
   const int nice_every = label_every <= 1 ? 1 : label_every <= 2 ? 2 : label_every <= 5 ? 5 : label_every <= 10 ? 10 : 20;
+  const float text_h = ImGui::GetTextLineHeight();
   for (int sm = 0; sm < sms; sm += nice_every) {
     std::snprintf(line, sizeof line, "SM %d", sm);
-    dl->AddText(ImVec2(p0.x + 4, area0.y + row_h * float(sm) + (row_h - ImGui::GetTextLineHeight()) * 0.5f *
-                                                                     (row_h > ImGui::GetTextLineHeight())), kTextDim, line);
+    const float y = area0.y + row_h * float(sm) + (row_h - text_h) * 0.5f * (row_h > text_h);
+    if (y + text_h > area1.y) break;  // the rows below the last label that fits are unlabelled
+    dl->AddText(ImVec2(p0.x + 4, y), kTextDim, line);
+    sm_labels.push_back({p0.x + 4, y, p0.x + 4 + ImGui::CalcTextSize(line).x, y + text_h});
   }
+  layout_["traces"].push_back({{"label", lt.label}, {"area", {area0.x, area0.y, area1.x, area1.y}},
+                               {"time_labels", std::move(time_labels)}, {"sm_labels", std::move(sm_labels)}});
   std::snprintf(line, sizeof line, "%d busy", tl.busy_sms_at(uint64_t(std::max(ws.trace_playback.position(), 0.0))));
   dl->AddText(ImVec2(p0.x + 4, p0.y + 2), IM_COL32(230, 230, 230, 255), line);
 

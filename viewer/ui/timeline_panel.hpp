@@ -6,6 +6,8 @@
 
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/timeline.hpp"
 #include "model/workspace.hpp"
 #include "ui/canvas_texture.hpp"
@@ -16,6 +18,9 @@ namespace wb::viewer::ui {
 class TimelinePanel {
  public:
   void draw(Workspace& ws, float frame_seconds);
+  // What the panel drew last frame (for --layout): per trace its label, bar area,
+  // time labels and SM labels, each as [x0, y0, x1, y1].
+  const nlohmann::json& layout() const { return layout_; }
   // Bars drawn last frame, over all traces shown (the benchmark reports it).
   size_t bars_drawn() const { return bars_drawn_; }
   // Animates the view for the benchmark: zooms in and out around the middle.
@@ -26,6 +31,7 @@ class TimelinePanel {
  private:
   void draw_trace(Workspace& ws, const LoadedTrace& t, const char* id, float height, CanvasTexture& bars_canvas);
   void fit_view(double end_ns);
+  void draw_legend();
 
   TimelineView view_;
   double view_end_ns_ = 0;   // the longer trace's end: the time scale both share
@@ -35,6 +41,7 @@ class TimelinePanel {
   std::vector<TimelineBar> bars_;  // reused every frame
   CanvasTexture canvases_[2];      // the bars of trace a and trace b
   size_t bars_drawn_ = 0;
+  nlohmann::json layout_;
 };
 
 }  // namespace wb::viewer::ui

@@ -24,8 +24,27 @@ WavesPanel::WavesPanel() {
   setup_.block_m = setup_.block_n = 128;
 }
 
+nlohmann::json WavesPanel::layout() const {
+  const WaveInput in = wave_input(setup_, gpu_.gpu, split_k_);
+  const WaveResult r = wave_quantization(in);
+  return {{"source", follow_.following() ? "trace" : "model"}, {"m", setup_.m}, {"n", setup_.n},
+          {"block_m", setup_.block_m}, {"block_n", setup_.block_n}, {"tiles", in.tiles}, {"split_k", in.split_k},
+          {"gpu", gpu_.gpu.name}, {"sms", in.sms}, {"blocks_per_sm", in.blocks_per_sm}, {"waves", r.waves},
+          {"efficiency", r.efficiency}};
+}
+
 void WavesPanel::draw(Workspace& ws) {
+  if (follow_.update(ws.current())) {
+    const TraceProblem p = trace_problem(ws.current()->trace);
+    setup_ = p.grid;
+    setup_.trace_tiles_m = setup_.trace_tiles_n = 0;  // M / BLOCK_M x N / BLOCK_N, as the inputs edit it
+    split_k_ = std::clamp(p.split_k, 1, 16);
+    gpu_.take_trace_gpu(p.gpu);
+  }
   ImGui::BeginChild("wave controls", ImVec2(300, 0), true);
+  follow_control(follow_, ws.current());
+  ImGui::Separator();
+  ImGui::BeginDisabled(follow_.following());
   GpuChoice trace_gpu;
   if (ws.current()) trace_gpu = gpu_from_trace(ws.current()->trace);
   gpu_.draw(ws.current() ? &trace_gpu : nullptr);
@@ -37,6 +56,8 @@ void WavesPanel::draw(Workspace& ws) {
   changed |= tile_size_combo("BLOCK_N", &setup_.block_n);
   if (changed) setup_.clamp();
   ImGui::SliderInt("split-K", &split_k_, 1, 16);
+  ImGui::EndDisabled();
+  if (follow_.following()) draw_trace_note(*ws.current());
   ImGui::EndChild();
   ImGui::SameLine();
 
@@ -63,6 +84,29 @@ void WavesPanel::draw(Workspace& ws) {
   draw_split_k_chart();
   ImGui::EndChild();
   ImGui::EndChild();
+}
+
+// What the recording did beside the model: a persistent grid's size, and the
+// measured tail (the time after the first SM ran out of work for good).
+void WavesPanel::draw_trace_note(const LoadedTrace& lt) {
+  ImGui::Separator();
+  ImGui::TextUnformatted("The recording");
+  const KernelConfig& k = lt.trace.kernel;
+  char line[200];
+  if (k.persistent) {
+    std::snprintf(line, sizeof line,
+                  "a persistent grid: %s blocks walk %s work units (the model counts tiles x split-K as if each "
+                  "were a block)",
+                  format_count(k.grid_blocks).c_str(), format_count(k.work_units).c_str());
+  } else {
+    std::snprintf(line, sizeof line, "%s blocks, one per work unit", format_count(k.grid_blocks).c_str());
+  }
+  text_dim_wrapped(line);
+  const double end = double(lt.timeline.end_ns());
+  const double tail = end - double(lt.timeline.tail_begin_ns());
+  std::snprintf(line, sizeof line, "measured tail: %s of %s (%.0f %%) with SMs idle for good",
+                format_ns(tail).c_str(), format_ns(end).c_str(), end > 0 ? 100.0 * tail / end : 0.0);
+  text_dim_wrapped(line);
 }
 
 // One column per wave, filled to the share of its slots that have work.
