@@ -182,6 +182,19 @@ TEST(ProblemParams, BadValuesAreOneLineAndExit2) {
   EXPECT_NE(help.out.find("sorted, shuffled"), std::string::npos) << help.out;
 }
 
+// Lesson 05's activation and bias are words: anything else is one line, exit 2.
+TEST(ProblemParams, Lesson05ActivationIsOneOfThree) {
+  if (!have("lesson05_backward")) GTEST_SKIP() << "lesson05_backward is not in this build (no CUDA)";
+  for (const char* args : {"--act tanh", "--act ''", "--act RELU", "--bias maybe"}) {
+    const Ran r = run(std::string("lesson05_backward ") + args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
+    EXPECT_EQ(lines(r.out), 1) << args << ": " << r.out;
+  }
+  const Ran help = run("lesson05_backward --help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("relu, gelu, silu"), std::string::npos) << help.out;
+}
+
 // --ncu is checked before any GPU work: without Nsight Compute it is one line and exit 2.
 TEST(LessonNcu, WithoutNsightComputeIsAUsageError) {
   if (!have("lesson03_grouped")) GTEST_SKIP() << "lesson03_grouped is not in this build (no CUDA)";

@@ -107,6 +107,7 @@ TEST_P(Traces, CoverEveryTileOnce) {
   const auto& [lesson, s] = GetParam();
   if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
   if (!built(lesson)) GTEST_SKIP() << lesson << " is not in this build";
+  if (lesson == "lesson05_backward") GTEST_SKIP() << "two products per launch: Backward.TracesStackBothProducts";
   const Ran list = run(lesson + " --list");
   ASSERT_EQ(list.code, 0) << list.out;
   const fs::path base = scratch(lesson + "-trace.json");
@@ -148,6 +149,82 @@ const Shape kTraceShapes[] = {{127, 257, 129}, {1000, 1000, 1000}, {2300, 4296, 
 INSTANTIATE_TEST_SUITE_P(Lessons, Traces,
                          ::testing::Combine(::testing::ValuesIn(kLessons), ::testing::ValuesIn(kTraceShapes)),
                          param_name);
+
+// Lesson 05 on every activation, with and without a bias, on tails, M = 1
+// and N, K that TMA cannot describe (step 1's kernel then runs).
+struct BackwardCase {
+  const char* act;
+  const char* bias;
+  Shape s;
+};
+class Backward : public ::testing::TestWithParam<BackwardCase> {};
+
+TEST_P(Backward, EveryVariantMatchesCublasAndFp64) {
+  const BackwardCase c = GetParam();
+  if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
+  if (!built("lesson05_backward")) GTEST_SKIP() << "lesson05_backward is not in this build";
+  const fs::path json = scratch("backward.json");
+  const Ran r = run("lesson05_backward --act " + std::string(c.act) + " --bias " + c.bias + " --m " +
+                    std::to_string(c.s.m) + " --n " + std::to_string(c.s.n) + " --k " + std::to_string(c.s.k) +
+                    " --reps 1 --rounds 1 --seed 11 --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Results res = read_results(json.string());
+  EXPECT_EQ(res.header.shape_params.at("act").text, c.act);
+  int checked = 0;
+  for (const VariantResult& v : res.variants) {
+    if (v.reference || v.skipped) continue;
+    EXPECT_TRUE(v.passed) << v.name << ": rel_err " << v.rel_err << " (cuBLAS), " << v.rel_err_fp64 << " (fp64)";
+    EXPECT_EQ(v.outputs.size(), std::string(c.bias) == "yes" ? 3u : 2u) << v.name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4) << r.out;
+  fs::remove(json);
+}
+
+const BackwardCase kBackwardCases[] = {
+    {"relu", "yes", {127, 257, 129}}, {"gelu", "yes", {127, 256, 136}}, {"silu", "no", {1, 512, 264}},
+    {"gelu", "yes", {1, 4096, 4096}}, {"relu", "no", {1000, 1000, 1000}}, {"silu", "yes", {2300, 4296, 1000}},
+    {"gelu", "no", {513, 130, 8}},    {"relu", "yes", {4096, 4096, 4096}},
+};
+INSTANTIATE_TEST_SUITE_P(Lesson05, Backward, ::testing::ValuesIn(kBackwardCases),
+                         [](const ::testing::TestParamInfo<BackwardCase>& info) {
+                           const BackwardCase& c = info.param;
+                           return std::string(c.act) + "_bias_" + c.bias + "_" + std::to_string(c.s.m) + "x" +
+                                  std::to_string(c.s.n) + "x" + std::to_string(c.s.k);
+                         });
+
+// The traces of both products: dX's tiles (M x K) in the first rows, dW's
+// (K x N) below them; each once, reducing over N (dX) or M (dW).
+TEST(Backward, TracesStackBothProducts) {
+  if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
+  if (!built("lesson05_backward")) GTEST_SKIP() << "lesson05_backward is not in this build";
+  const int m = 1000, n = 2056, k = 1032;
+  const fs::path base = scratch("backward-trace.json");
+  const Ran r = run("lesson05_backward --m " + std::to_string(m) + " --n " + std::to_string(n) + " --k " +
+                    std::to_string(k) + " --reps 1 --rounds 1 --trace " + base.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  int traces = 0;
+  for (const auto& entry : fs::directory_iterator(base.parent_path())) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("backward-trace.", 0) != 0 || name.find(".perfetto.") != std::string::npos) continue;
+    const Trace t = read_trace(entry.path().string());
+    ++traces;
+    const KernelConfig& c = t.kernel;
+    const int dx_rows = ceil_div(m, c.block_m), dx_cols = ceil_div(k, c.block_n);
+    const int dw_rows = ceil_div(k, c.block_m), dw_cols = ceil_div(n, c.block_n);
+    EXPECT_EQ(c.tiles_m, dx_rows + dw_rows) << name;
+    EXPECT_EQ(int64_t(t.records.size()), int64_t(dx_rows) * dx_cols + int64_t(dw_rows) * dw_cols) << name;
+    std::set<std::pair<int, int>> seen;
+    for (const TraceRecord& rec : t.records) {
+      EXPECT_TRUE(seen.insert({rec.tile_m, rec.tile_n}).second) << name << ": a tile recorded twice";
+      const bool dx = rec.tile_m < dx_rows;
+      EXPECT_LT(rec.tile_n, dx ? dx_cols : dw_cols) << name;
+      EXPECT_EQ(rec.k_end - rec.k_begin, dx ? n : m) << name;
+    }
+  }
+  EXPECT_EQ(traces, 3) << r.out;  // notebook, tma_layouts, one_launch
+  fs::remove_all(base.parent_path());
+}
 
 // The harness itself, on a problem with two outputs (C fp16, S fp32), a
 // column-major operand, int32 indices, a workspace and an atomic output zeroed

@@ -196,6 +196,7 @@ class LessonRun {
   std::vector<TensorSpec> input_specs_, output_specs_;
   std::vector<DeviceBuffer<unsigned char>> inputs_, outputs_, reference_outputs_;
   DeviceBuffer<unsigned char> flush_;
+  std::unique_ptr<DeviceBuffer<unsigned char>> reference_workspace_;
   std::vector<HostTensor> reference_host_;        // the reference's outputs
   std::vector<std::vector<int64_t>> fp64_rows_;   // per output: the sampled rows
   std::vector<std::vector<double>> fp64_values_;  // per output: rows x cols
@@ -210,6 +211,9 @@ Buffers LessonRun::buffers(const std::vector<DeviceBuffer<unsigned char>>& outpu
   if (i < selected_.size() && selected_[i].workspace) {
     b.workspace = selected_[i].workspace->get();
     b.workspace_bytes = selected_[i].workspace->bytes();
+  } else if (i == SIZE_MAX && reference_workspace_) {
+    b.workspace = reference_workspace_->get();
+    b.workspace_bytes = reference_workspace_->bytes();
   }
   b.trace = trace;
   b.cublas = cublas_ ? cublas_->h : nullptr;
@@ -268,6 +272,8 @@ void LessonRun::allocate() {
     if (!opt_.trace_path.empty()) trace_bytes = std::max(trace_bytes, size_t(s.config.work_units) * sizeof(TraceRecord));
     if (s.variant->workspace_bytes) workspace_bytes += s.variant->workspace_bytes(size_);
   }
+  const size_t reference_workspace = problem_.reference.workspace_bytes ? problem_.reference.workspace_bytes(size_) : 0;
+  workspace_bytes += reference_workspace;
   const double need = operand_bytes + double(flush_bytes) + double(trace_bytes) + double(workspace_bytes) +
                       double(256u << 20);  // cuBLAS workspace and context headroom
   size_t free_b = 0, total_b = 0;
@@ -309,6 +315,10 @@ void LessonRun::allocate() {
     CUDA_CHECK(cudaMemsetAsync(s.workspace->get(), 0, bytes, stream_.s));
   }
 
+  if (reference_workspace > 0) {
+    reference_workspace_ = std::make_unique<DeviceBuffer<unsigned char>>(reference_workspace);
+    CUDA_CHECK(cudaMemsetAsync(reference_workspace_->get(), 0, reference_workspace, stream_.s));
+  }
   cublas_ = std::make_unique<CublasHandle>();
   if (cublasSetStream(cublas_->h, stream_.s) != CUBLAS_STATUS_SUCCESS) throw CudaError("cuBLAS: cublasSetStream failed");
   poison(reference_outputs_);

@@ -88,6 +88,7 @@ struct Reference {
   std::string label = "cuBLAS";  // how the report's prose names it
   std::string what;              // one line for the report
   LaunchFn launch;
+  std::function<size_t(const ProblemSize&)> workspace_bytes;  // scratch for the sequence (zeroed once); empty: none
 };
 
 struct Problem {

@@ -1,0 +1,358 @@
+// Lesson 05 - Backward: the backward pass of a layer Z = act(X W), with the
+// transposes as layouts and act' kept off the GEMMs' path.
+//
+// The layer: X (M x K, tokens by features), W (K x N), P = X W, Z = act(P).
+// The backward gets dZ and what the forward saved, and computes
+//   dP = dZ * act'(P)   dX = dP Wᵀ   dW = Xᵀ dP   db = column sums of dP.
+// What must be saved: the "Matmul forward and backward" notebook reads the
+// derivative off Z (where(Z > 0, dZ, 0)), which works for ReLU only. GELU and
+// SiLU need P (or a recomputation); ReLU would need one bit per element.
+// This lesson saves P.
+//
+// What is new: the two products read an operand along its columns. dX = dP Wᵀ
+// reads W row by row as if it were Wᵀ ("NT"); dW = Xᵀ dP reads X column by
+// column ("TN"). No transposed copy is ever made:
+//   step 1  notebook      the notebook's way: act' as its own pass, then the
+//                         forward kernel (lesson 02's mma.sync tiles) on
+//                         transposed views: a slice is copied as it lies in
+//                         memory, and ldmatrix or ldmatrix.trans hands the
+//                         tensor cores rows or columns
+//   step 2  tma_layouts   lesson 04's TMA + wgmma kernel with each operand
+//                         described in its own major: a TMA box of Xᵀ is a box
+//                         of X with its lines along m, and the wgmma descriptor
+//                         says so. Two launches, one per product
+//   step 4  one_launch    both products in one persistent launch: the tiles of
+//                         dX, then those of dW, walked as one list, so the last
+//                         wave of dX is filled with dW's first tiles
+//   cublaslt              NVIDIA's cuBLASLt for both products, db fused into
+//                         the dW product (CUBLASLT_EPILOGUE_BGRADA)
+// db is fused into the act' pass in every step (it reads dP anyway); the
+// reference, the cuBLAS sequence a framework runs, sums dP in a pass of its own.
+//
+// Why it should be faster: step 1 walks a transposed operand with the same
+// tiles as the forward, but with lesson 02's synchronous loads; step 2 copies
+// any major with TMA and feeds wgmma at full rate (compare each step with the
+// cuBLAS sequence); step 4 saves a partly empty wave between the products.
+// What to look for: the report's rows against "cublas" (the sequence), and
+// the cublaslt row beside it. The dP pass costs 6 bytes per element of M x N
+// whatever the GEMMs do: at 4096^3 about a tenth of the whole.
+//
+// Preconditions: TMA needs 16-byte row strides (K % 8 == 0 and N % 8 == 0);
+// other shapes run step 1's kernel for both products (the report's note says
+// so). Any M >= 1: at M = 1 dW is an outer product (a reduction of length 1),
+// still computed as a GEMM tile by tile. wgmma needs sm_90a.
+//
+// Run:  build/bin/lesson05_backward                               (4096^3, relu)
+//       build/bin/lesson05_backward --act gelu --m 8192 --n 8192 --k 8192
+//       build/bin/lesson05_backward --act silu --m 4096 --k 4096 --n 14336   (Llama-3-8B up projection)
+//       build/bin/lesson05_backward --m 127 --n 257 --k 129                  (tails; N % 8 != 0: step 1's kernel)
+// Measured: docs/lessons/05_backward.md.
+
+#include <cublasLt.h>
+
+#include <cmath>
+
+#include "05_backward/act_grad.cuh"
+#include "05_backward/backward.cuh"
+#include "05_backward/cublaslt_backward.cuh"
+#include "05_backward/layout_gemm.cuh"
+#include "05_backward/strided_gemm.cuh"
+#include "common/check.cuh"
+#include "common/cublaslt.cuh"
+#include "harness/catalog.hpp"
+#include "harness/harness.cuh"
+
+namespace {
+
+using namespace wb;
+using namespace wb::backward;
+
+Activation activation_of(const ProblemSize& s) {
+  const std::string& a = s.params.text("act");
+  if (a == "relu") return Activation::relu;
+  if (a == "gelu") return Activation::gelu;
+  return Activation::silu;
+}
+bool has_bias(const ProblemSize& s) { return s.params.text("bias") == "yes"; }
+
+// ------------------------------------------------------------ workspace
+// dP (M x N fp16), then db's partial rows (fp32), then cuBLASLt's workspace.
+size_t align256(size_t b) { return (b + 255) / 256 * 256; }
+size_t dp_bytes(const ProblemSize& s) { return align256(size_t(s.m) * size_t(s.n) * sizeof(__half)); }
+size_t partials_bytes(const ProblemSize& s) {
+  return align256(size_t(db_partial_rows(s.m)) * size_t(s.n) * sizeof(float));
+}
+size_t scratch_bytes(const ProblemSize& s) { return dp_bytes(s) + partials_bytes(s); }
+
+BackwardArgs backward_args(const Buffers& b) {
+  const ProblemSize& s = b.size;
+  if (b.workspace == nullptr || b.workspace_bytes < scratch_bytes(s))
+    throw CudaError("lesson 05: the launch needs a workspace for dP and db");
+  auto* ws = static_cast<unsigned char*>(b.workspace);
+  BackwardArgs a{};
+  a.x = static_cast<const __half*>(b.inputs[0]);
+  a.w = static_cast<const __half*>(b.inputs[1]);
+  a.p = static_cast<const __half*>(b.inputs[2]);
+  a.dz = static_cast<const __half*>(b.inputs[3]);
+  a.dx = static_cast<__half*>(b.outputs[0]);
+  a.dw = static_cast<__half*>(b.outputs[1]);
+  a.db = has_bias(s) ? static_cast<__half*>(b.outputs[2]) : nullptr;
+  a.m = s.m;
+  a.n = s.n;
+  a.k = s.k;
+  a.act = activation_of(s);
+  a.dp = reinterpret_cast<__half*>(ws);
+  a.db_partials = reinterpret_cast<float*>(ws + dp_bytes(s));
+  a.trace = b.trace;
+  return a;
+}
+
+bool tma_ok(const ProblemSize& s) { return hopper::tma_row_stride_ok(s.n) && hopper::tma_row_stride_ok(s.k); }
+
+std::string fallback_note(const ProblemSize& s) {
+  if (tma_ok(s)) return {};
+  std::string why;
+  if (!hopper::tma_row_stride_ok(s.k)) why += "K = " + std::to_string(s.k);
+  if (!hopper::tma_row_stride_ok(s.n)) why += std::string(why.empty() ? "" : ", ") + "N = " + std::to_string(s.n);
+  return "runs step 1's kernel: " + why + " is not a multiple of 8, so a row stride is not a multiple of 16 bytes as TMA requires";
+}
+
+// The two products as step 1 computes them (and every step's fallback).
+void strided_products(const BackwardArgs& a, cudaStream_t st) {
+  // dX (M x K) = dP (M x N) · Wᵀ, W stored (K x N): B transposed.
+  launch_strided_gemm<Stored::as_is, Stored::transposed>(StridedGemm{a.dp, a.w, a.dx, a.m, a.k, a.n, a.trace}, st);
+  // dW (K x N) = Xᵀ · dP, X stored (M x K): A transposed. Its trace records
+  // follow dX's, its tile rows below dX's.
+  launch_strided_gemm<Stored::transposed, Stored::as_is>(
+      StridedGemm{a.x, a.dp, a.dw, a.k, a.n, a.m, a.trace, strided_gemm_blocks(a.m, a.k), ceil_div(a.m, kStridedBM)},
+      st);
+}
+
+ProductArgs dx_product(const BackwardArgs& a) { return ProductArgs{a.dp, a.w, a.dx, a.m, a.k, a.n}; }
+ProductArgs dw_product(const BackwardArgs& a) { return ProductArgs{a.x, a.dp, a.dw, a.k, a.n, a.m}; }
+
+GradPass pass_for(const BackwardArgs& a) { return a.db ? GradPass::grad_and_sum : GradPass::grad; }
+
+// ------------------------------------------------------------ configs
+KernelConfig strided_config(const ProblemSize& s) {
+  KernelConfig c;
+  c.block_m = kStridedBM;
+  c.block_n = kStridedBN;
+  c.block_k = kStridedBK;
+  c.threads = kStridedThreads;
+  c.stages = 2;
+  // The two products' tiles stacked: dX's rows, then dW's.
+  c.tiles_m = ceil_div(s.m, kStridedBM) + ceil_div(s.k, kStridedBM);
+  c.tiles_n = std::max(ceil_div(s.k, kStridedBN), ceil_div(s.n, kStridedBN));
+  c.grid_blocks = int64_t(strided_gemm_blocks(s.m, s.k)) + strided_gemm_blocks(s.k, s.n);
+  c.work_units = c.grid_blocks;
+  c.blocks_per_sm = blocks_per_sm(reinterpret_cast<const void*>(&strided_gemm_kernel<Stored::as_is, Stored::transposed>),
+                                  kStridedThreads, 0);
+  return c;
+}
+
+KernelConfig layout_config(const ProblemSize& s, bool one_launch) {
+  if (!tma_ok(s)) return strided_config(s);
+  KernelConfig c;
+  c.block_m = kBM;
+  c.block_n = kBN;
+  c.block_k = kBK;
+  c.threads = hopper::kWsThreads;
+  c.stages = kStages;
+  c.order = tile_order_name(TileOrder::grouped);
+  c.group_m = hopper::kWsGroupM;
+  c.persistent = true;
+  const int dx_tiles_m = ceil_div(s.m, kBM), dx_tiles_n = ceil_div(s.k, kBN);
+  const int dw_tiles_m = ceil_div(s.k, kBM), dw_tiles_n = ceil_div(s.n, kBN);
+  c.tiles_m = dx_tiles_m + dw_tiles_m;
+  c.tiles_n = std::max(dx_tiles_n, dw_tiles_n);
+  c.work_units = int64_t(dx_tiles_m) * dx_tiles_n + int64_t(dw_tiles_m) * dw_tiles_n;
+  c.smem_bytes = layout_gemm_smem_bytes();
+  const int resident = one_launch ? layout_gemm_resident<LayoutNT, LayoutTN>() : layout_gemm_resident<LayoutNT, LayoutNT>();
+  c.grid_blocks = std::min<int64_t>(one_launch ? c.work_units : int64_t(dx_tiles_m) * dx_tiles_n, resident);
+  c.blocks_per_sm = std::max(1, resident / hopper::sm_count());
+  return c;
+}
+
+// ------------------------------------------------------------ variants
+Variant backward_variant(const char* name, const char* what, int min_cc,
+                         std::function<void(const BackwardArgs&, cudaStream_t)> run) {
+  Variant v;
+  v.name = name;
+  v.what = what;
+  v.min_cc = min_cc;
+  v.launch = [run](const Buffers& b, cudaStream_t st) { run(backward_args(b), st); };
+  v.workspace_bytes = scratch_bytes;
+  return v;
+}
+
+std::vector<Variant> variants() {
+  std::vector<Variant> out;
+  {
+    Variant v = backward_variant(
+        "notebook",
+        "act' (and db) as its own pass, then the forward's mma.sync kernel on transposed views (ldmatrix.trans)", 80,
+        [](const BackwardArgs& a, cudaStream_t st) {
+          launch_act_grad(a, pass_for(a), st);
+          strided_products(a, st);
+        });
+    v.config = strided_config;
+    out.push_back(v);
+  }
+  {
+    Variant v = backward_variant(
+        "tma_layouts",
+        "act' (and db) pass, then lesson 04's TMA + wgmma kernel for dP·Wᵀ (K-major B) and Xᵀ·dP (M-major A): two launches",
+        90, [](const BackwardArgs& a, cudaStream_t st) {
+          launch_act_grad(a, pass_for(a), st);
+          if (!tma_ok(ProblemSize{a.m, a.n, a.k, {}})) return strided_products(a, st);
+          Products dx = {}, dw = {};
+          describe_product<LayoutNT>(dx, 0, dx_product(a));
+          describe_product<LayoutTN>(dw, 0, dw_product(a));
+          // dW's trace records follow dX's, its tile rows below dX's.
+          dw.trace_first_unit = dx.units[0];
+          dw.trace_first_row = dx.tiles_m[0];
+          launch_layout_gemm<LayoutNT, LayoutNT>(dx, a.trace, st);
+          launch_layout_gemm<LayoutTN, LayoutTN>(dw, a.trace, st);
+        });
+    v.config = [](const ProblemSize& s) { return layout_config(s, false); };
+    v.note = fallback_note;
+    out.push_back(v);
+  }
+  {
+    Variant v = backward_variant(
+        "one_launch", "act' (and db) pass, then dX and dW tiles in one persistent TMA + wgmma launch", 90,
+        [](const BackwardArgs& a, cudaStream_t st) {
+          launch_act_grad(a, pass_for(a), st);
+          if (!tma_ok(ProblemSize{a.m, a.n, a.k, {}})) return strided_products(a, st);
+          Products ps = {};
+          describe_product<LayoutNT>(ps, 0, dx_product(a));
+          describe_product<LayoutTN>(ps, 1, dw_product(a));
+          launch_layout_gemm<LayoutNT, LayoutTN>(ps, a.trace, st);
+        });
+    v.config = [](const ProblemSize& s) { return layout_config(s, true); };
+    v.note = fallback_note;
+    out.push_back(v);
+  }
+  {
+    Variant v = backward_variant("cublaslt",
+                                 "act' pass, then cuBLASLt for dX and dW, db fused into dW's product (epilogue BGRADA)",
+                                 75, [](const BackwardArgs&, cudaStream_t) {});
+    v.launch = [](const Buffers& b, cudaStream_t st) {
+      const BackwardArgs a = backward_args(b);
+      void* lt_ws = static_cast<unsigned char*>(b.workspace) + scratch_bytes(b.size);
+      launch_act_grad(a, GradPass::grad, st);
+      cublaslt_transposed_gemm(LtProduct::dx, a, lt_ws, st);
+      cublaslt_transposed_gemm(LtProduct::dw, a, lt_ws, st);
+    };
+    v.workspace_bytes = [](const ProblemSize& s) { return scratch_bytes(s) + kCublasLtWorkspaceBytes; };
+    out.push_back(v);
+  }
+  return out;
+}
+
+// ------------------------------------------------------------ the problem
+// The sequence a framework runs: the activation's backward as an elementwise
+// kernel, dP.sum(0) as a reduction, and two cublasGemmEx with transposes.
+// cuBLAS is column-major: a row-major (r x c) matrix is its (c x r) transpose.
+void check_cublas(cublasStatus_t st, const char* what) {
+  if (st != CUBLAS_STATUS_SUCCESS) throw CudaError("cuBLAS error " + std::to_string(int(st)) + " in " + what);
+}
+
+void cublas_sequence(const Buffers& b, cudaStream_t st) {
+  const BackwardArgs a = backward_args(b);
+  launch_act_grad(a, GradPass::grad, st);
+  const float one = 1.0f, zero = 0.0f;
+  // dXᵀ (K x M) = W · dPᵀ: W stored (N x K) column-major, transposed.
+  check_cublas(cublasGemmEx(b.cublas, CUBLAS_OP_T, CUBLAS_OP_N, a.k, a.m, a.n, &one, a.w, CUDA_R_16F, a.n, a.dp,
+                            CUDA_R_16F, a.n, &zero, a.dx, CUDA_R_16F, a.k, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx (dX)");
+  // dWᵀ (N x K) = dPᵀ · X: X stored (K x M) column-major, transposed.
+  check_cublas(cublasGemmEx(b.cublas, CUBLAS_OP_N, CUBLAS_OP_T, a.n, a.k, a.m, &one, a.dp, CUDA_R_16F, a.n, a.x,
+                            CUDA_R_16F, a.k, &zero, a.dw, CUDA_R_16F, a.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx (dW)");
+  if (a.db) launch_act_grad(a, GradPass::sum_only, st);
+}
+
+// dP in fp64 (as float: its rounding is far below the check's tolerance).
+std::vector<float> dp_fp64(const ProblemSize& s, const std::vector<HostTensor>& in) {
+  const Activation act = activation_of(s);
+  const int64_t count = int64_t(s.m) * s.n;
+  std::vector<float> dp(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    dp[size_t(i)] = float(double(in[3].value(i)) * activation_grad<double>(act, double(in[2].value(i))));
+  return dp;
+}
+
+// Outputs: 0 dX (M x K), 1 dW (K x N), 2 db (1 x N).
+std::vector<double> backward_fp64_rows(const ProblemSize& s, const std::vector<HostTensor>& in, size_t output,
+                                       const std::vector<int64_t>& rows) {
+  const int64_t m = s.m, n = s.n, k = s.k;
+  const HostTensor& x = in[0];
+  const HostTensor& w = in[1];
+  std::vector<double> out;
+  if (output == 0) {  // dX[r, j] = sum_c dP[r, c] W[j, c]
+    const Activation act = activation_of(s);
+    out.assign(rows.size() * size_t(k), 0.0);
+    std::vector<double> dp_row(static_cast<size_t>(n));
+    for (size_t r = 0; r < rows.size(); ++r) {
+      for (int64_t c = 0; c < n; ++c)
+        dp_row[size_t(c)] = double(in[3].at(rows[r], c)) * activation_grad<double>(act, double(in[2].at(rows[r], c)));
+      for (int64_t j = 0; j < k; ++j) {
+        double sum = 0;
+        for (int64_t c = 0; c < n; ++c) sum += dp_row[size_t(c)] * double(w.value(j * n + c));
+        out[r * size_t(k) + size_t(j)] = sum;
+      }
+    }
+    return out;
+  }
+  const std::vector<float> dp = dp_fp64(s, in);
+  out.assign(rows.size() * size_t(n), 0.0);
+  if (output == 1) {  // dW[r, c] = sum_i X[i, r] dP[i, c]
+    for (size_t r = 0; r < rows.size(); ++r) {
+      double* o = &out[r * size_t(n)];
+      for (int64_t i = 0; i < m; ++i) {
+        const double xv = x.at(i, rows[r]);
+        const float* dpr = &dp[size_t(i * n)];
+        for (int64_t c = 0; c < n; ++c) o[c] += xv * double(dpr[c]);
+      }
+    }
+    return out;
+  }
+  for (int64_t i = 0; i < m; ++i)  // db[c] = sum_i dP[i, c]
+    for (int64_t c = 0; c < n; ++c) out[size_t(c)] += double(dp[size_t(i * n + c)]);
+  return out;
+}
+
+Problem backward_problem() {
+  Problem p;
+  p.summary = "dP = dZ * act'(P), dX = dP Wᵀ, dW = Xᵀ dP, db = column sums of dP";
+  p.params = {
+      ParamSpec{"act", "the layer's activation: relu, gelu (tanh form) or silu", "relu", {"relu", "gelu", "silu"}},
+      ParamSpec{"bias", "whether the layer has a bias, so db is computed: yes or no", "yes", {"yes", "no"}},
+  };
+  p.inputs = [](const ProblemSize& s) {
+    return std::vector<TensorSpec>{{"X", s.m, s.k}, {"W", s.k, s.n}, {"P", s.m, s.n}, {"dZ", s.m, s.n}};
+  };
+  p.outputs = [](const ProblemSize& s) {
+    std::vector<TensorSpec> o{{"dX", s.m, s.k}, {"dW", s.k, s.n}};
+    if (has_bias(s)) o.push_back(TensorSpec{"db", 1, s.n});
+    return o;
+  };
+  p.reference = Reference{"cublas", "the cuBLAS sequence",
+                          "act' pass, two cublasGemmEx with transposes, and a dP.sum(0) pass (a framework's sequence)",
+                          cublas_sequence, scratch_bytes};
+  p.fp64_rows = backward_fp64_rows;
+  p.flops = [](const ProblemSize& s) { return 4.0 * s.m * double(s.n) * s.k; };
+  return p;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Lesson lesson;
+  lesson.info = catalog_entry("lesson05_backward");
+  lesson.problem = backward_problem();
+  lesson.variants = variants();
+  return run_lesson(lesson, argc, argv);
+}
