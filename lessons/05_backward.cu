@@ -134,6 +134,17 @@ ProductArgs dw_product(const BackwardArgs& a) { return ProductArgs{a.x, a.dp, a.
 GradPass pass_for(const BackwardArgs& a) { return a.db ? GradPass::grad_and_sum : GradPass::grad; }
 
 // ------------------------------------------------------------ configs
+// The two products as the trace stacks them: dX's tile rows, then dW's.
+void stack_products(KernelConfig& c, const ProblemSize& s) {
+  const auto grid = [&](const char* name, int m, int n, int k, int first_row) {
+    return ProductGrid{name, m, n, k, ceil_div(m, c.block_m), ceil_div(n, c.block_n), first_row};
+  };
+  c.products = {grid("dX", s.m, s.k, s.n, 0)};
+  c.products.push_back(grid("dW", s.k, s.n, s.m, c.products[0].tiles_m));
+  c.tiles_m = c.products[0].tiles_m + c.products[1].tiles_m;
+  c.tiles_n = std::max(c.products[0].tiles_n, c.products[1].tiles_n);
+}
+
 KernelConfig strided_config(const ProblemSize& s) {
   KernelConfig c;
   c.block_m = kStridedBM;
@@ -141,9 +152,7 @@ KernelConfig strided_config(const ProblemSize& s) {
   c.block_k = kStridedBK;
   c.threads = kStridedThreads;
   c.stages = 2;
-  // The two products' tiles stacked: dX's rows, then dW's.
-  c.tiles_m = ceil_div(s.m, kStridedBM) + ceil_div(s.k, kStridedBM);
-  c.tiles_n = std::max(ceil_div(s.k, kStridedBN), ceil_div(s.n, kStridedBN));
+  stack_products(c, s);
   c.grid_blocks = int64_t(strided_gemm_blocks(s.m, s.k)) + strided_gemm_blocks(s.k, s.n);
   c.work_units = c.grid_blocks;
   c.blocks_per_sm = blocks_per_sm(reinterpret_cast<const void*>(&strided_gemm_kernel<Stored::as_is, Stored::transposed>),
@@ -162,10 +171,9 @@ KernelConfig layout_config(const ProblemSize& s, bool one_launch) {
   c.order = tile_order_name(TileOrder::grouped);
   c.group_m = hopper::kWsGroupM;
   c.persistent = true;
-  const int dx_tiles_m = ceil_div(s.m, kBM), dx_tiles_n = ceil_div(s.k, kBN);
-  const int dw_tiles_m = ceil_div(s.k, kBM), dw_tiles_n = ceil_div(s.n, kBN);
-  c.tiles_m = dx_tiles_m + dw_tiles_m;
-  c.tiles_n = std::max(dx_tiles_n, dw_tiles_n);
+  stack_products(c, s);
+  const int dx_tiles_m = c.products[0].tiles_m, dx_tiles_n = c.products[0].tiles_n;
+  const int dw_tiles_m = c.products[1].tiles_m, dw_tiles_n = c.products[1].tiles_n;
   c.work_units = int64_t(dx_tiles_m) * dx_tiles_n + int64_t(dw_tiles_m) * dw_tiles_n;
   c.smem_bytes = layout_gemm_smem_bytes();
   const int resident = one_launch ? layout_gemm_resident<LayoutNT, LayoutTN>() : layout_gemm_resident<LayoutNT, LayoutNT>();

@@ -120,6 +120,12 @@ stage_lessons() {
   # Step 5 against step 9 at 4096^3: 116 blocks of 4 tiles and 16 of 3, against 128 of 4.
   trace lesson04_hopper tma_store || rc=1
   trace lesson04_hopper balanced || rc=1
+  # Lesson 05: both products in two launches, and in one (dX tiles, then dW tiles, on one grid).
+  trace lesson05_backward tma_layouts || rc=1
+  trace lesson05_backward one_launch || rc=1
+  if have lesson05_backward; then
+    "$bin/lesson05_backward" --act gelu --json "$work/results/lesson05_backward-gelu.json" || rc=1
+  fi
   # Step 5 against Stream-K and step 9 where the last wave is 18% full: the idle SMs, the shared
   # run, and 96 blocks of 3 tiles.
   if have lesson04_hopper; then
@@ -181,6 +187,18 @@ stage_compare() {
       echo "-- lesson04_hopper Stream-K at ${1}x${2}x${3}"
       "$bin/lesson04_hopper" --variant tma_store,streamk,streamk_gelu,balanced --rounds 9 --m $1 --n $2 --k $3 \
           --json "$work/results/lesson04_hopper-streamk-${1}x${2}x${3}.json" || rc=1
+    done
+  fi
+  # Lesson 05's targets: the backward of relu and gelu layers at 4096^3, 8192^3 and the Llama-3-8B
+  # MLP's up (K 4096, N 14336) and down (K 14336, N 4096) projections, 4096 tokens.
+  if have lesson05_backward; then
+    for shape in "4096 4096 4096" "8192 8192 8192" "4096 14336 4096" "4096 4096 14336"; do
+      set -- $shape
+      for act in relu gelu; do
+        echo "-- lesson05_backward $act at ${1}x${2}x${3}"
+        "$bin/lesson05_backward" --act $act --rounds 9 --m $1 --n $2 --k $3 \
+            --json "$work/results/lesson05_backward-$act-${1}x${2}x${3}.json" || rc=1
+      done
     done
   fi
   return $rc

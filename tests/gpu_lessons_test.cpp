@@ -210,17 +210,20 @@ TEST(Backward, TracesStackBothProducts) {
     const Trace t = read_trace(entry.path().string());
     ++traces;
     const KernelConfig& c = t.kernel;
-    const int dx_rows = ceil_div(m, c.block_m), dx_cols = ceil_div(k, c.block_n);
-    const int dw_rows = ceil_div(k, c.block_m), dw_cols = ceil_div(n, c.block_n);
-    EXPECT_EQ(c.tiles_m, dx_rows + dw_rows) << name;
-    EXPECT_EQ(int64_t(t.records.size()), int64_t(dx_rows) * dx_cols + int64_t(dw_rows) * dw_cols) << name;
-    std::set<std::pair<int, int>> seen;
-    for (const TraceRecord& rec : t.records) {
-      EXPECT_TRUE(seen.insert({rec.tile_m, rec.tile_n}).second) << name << ": a tile recorded twice";
-      const bool dx = rec.tile_m < dx_rows;
-      EXPECT_LT(rec.tile_n, dx ? dx_cols : dw_cols) << name;
-      EXPECT_EQ(rec.k_end - rec.k_begin, dx ? n : m) << name;
-    }
+    ASSERT_EQ(c.products.size(), 2u) << name;
+    const ProductGrid& dx = c.products[0];
+    const ProductGrid& dw = c.products[1];
+    EXPECT_EQ(dx.name, "dX");
+    EXPECT_EQ(dx.m, m);
+    EXPECT_EQ(dx.n, k);
+    EXPECT_EQ(dx.k, n);
+    EXPECT_EQ(dw.m, k);
+    EXPECT_EQ(dw.n, n);
+    EXPECT_EQ(dw.k, m);
+    EXPECT_EQ(dw.first_row, dx.tiles_m);
+    // read_trace has checked that every tile of both products is covered once.
+    EXPECT_EQ(int64_t(t.records.size()), int64_t(dx.tiles_m) * dx.tiles_n + int64_t(dw.tiles_m) * dw.tiles_n)
+        << name;
   }
   EXPECT_EQ(traces, 3) << r.out;  // notebook, tma_layouts, one_launch
   fs::remove_all(base.parent_path());

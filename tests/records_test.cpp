@@ -212,6 +212,45 @@ TEST(Records, TraceRoundTrip) {
   EXPECT_EQ(trace_to_json(back), trace_to_json(t));
 }
 
+// Two products in one launch (lesson 05): dX (16 x 40, reduced over 24) in
+// tile row 0, dW (40 x 24, reduced over 16) in rows 1-3, 16 x 16 tiles.
+Trace stacked_trace() {
+  Trace t = sample_trace();
+  t.header.m = 16;
+  t.header.n = 24;
+  t.header.k = 40;
+  t.kernel.products = {ProductGrid{"dX", 16, 40, 24, 1, 3, 0}, ProductGrid{"dW", 40, 24, 16, 3, 2, 1}};
+  t.kernel.tiles_m = 4;
+  t.kernel.tiles_n = 3;
+  t.kernel.work_units = t.kernel.grid_blocks = 9;
+  t.records.clear();
+  int unit = 0;
+  for (int c = 0; c < 3; ++c, ++unit) t.records.push_back(TraceRecord{0, c, 0, 24, 0, unit, 100, 150});
+  for (int r = 1; r < 4; ++r)
+    for (int c = 0; c < 2; ++c, ++unit) t.records.push_back(TraceRecord{r, c, 0, 16, 1, unit, 100, 150});
+  return t;
+}
+
+TEST(Records, StackedProductsRoundTripAndEachTileReducesOverItsOwnK) {
+  const Trace t = stacked_trace();
+  const Trace back = trace_from_json(trace_to_json(t));
+  ASSERT_EQ(back.kernel.products.size(), 2u);
+  EXPECT_EQ(back.kernel.products[1].name, "dW");
+  EXPECT_EQ(back.kernel.products[1].k, 16);
+  EXPECT_EQ(trace_to_json(back), trace_to_json(t));
+
+  Trace bad = stacked_trace();
+  bad.records[4].k_end = 24;  // a dW tile reduced past its own k
+  EXPECT_THROW(trace_from_json(trace_to_json(bad)), RecordError);
+  bad = stacked_trace();
+  bad.records[3].tile_n = 2;  // dW has two tile columns
+  bad.records[0].tile_n = 2;
+  EXPECT_THROW(trace_from_json(trace_to_json(bad)), RecordError);
+  bad = stacked_trace();
+  bad.kernel.products[1].first_row = 2;  // not stacked right after dX
+  EXPECT_THROW(trace_from_json(trace_to_json(bad)), RecordError);
+}
+
 // Each mutation of a valid file must be rejected with a RecordError naming the problem.
 void expect_rejected(const std::string& text, const std::string& needle, bool trace) {
   try {

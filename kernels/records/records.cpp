@@ -338,12 +338,28 @@ namespace {
 // What every traced launch writes: one record per work unit, numbered 0 ..
 // units - 1 once each, and for every tile k ranges that cover [0, K) exactly
 // once (a split tile has several, end to end).
+const ProductGrid* product_of_row(const KernelConfig& c, int tile_m) {
+  for (const ProductGrid& p : c.products)
+    if (tile_m >= p.first_row && tile_m < p.first_row + p.tiles_m) return &p;
+  return nullptr;
+}
+
+// The reduction length of the units in tile row `tile_m`.
+int64_t reduction_of_row(const KernelConfig& c, int64_t header_k, int tile_m) {
+  const ProductGrid* p = product_of_row(c, tile_m);
+  return p ? p->k : header_k;
+}
+
 void check_trace_coverage(const Trace& t) {
   const int64_t units = int64_t(t.records.size());
   if (t.kernel.work_units != units)
     throw RecordError("trace: " + std::to_string(units) + " records for " + std::to_string(t.kernel.work_units) +
                       " work units");
-  const int64_t tiles = int64_t(t.kernel.tiles_m) * t.kernel.tiles_n;
+  int64_t tiles = int64_t(t.kernel.tiles_m) * t.kernel.tiles_n;
+  if (!t.kernel.products.empty()) {
+    tiles = 0;
+    for (const ProductGrid& p : t.kernel.products) tiles += int64_t(p.tiles_m) * p.tiles_n;
+  }
   if (tiles > units) throw RecordError("trace: fewer records than tiles (every tile needs one)");
   std::vector<char> unit_seen(size_t(units), 0);
   for (const TraceRecord& r : t.records) {
@@ -362,12 +378,13 @@ void check_trace_coverage(const Trace& t) {
                        std::to_string(tile % t.kernel.tiles_n) + "): k ranges overlap or leave a gap at k = " +
                        std::to_string(k));
   };
-  int64_t tile = -1, covered = 0, tiles_seen = 0;
+  int64_t tile = -1, covered = 0, tiles_seen = 0, k_of_tile = t.header.k;
   for (const size_t i : order) {
     const TraceRecord& r = t.records[i];
     const int64_t this_tile = tile_of_record(i);
     if (this_tile != tile) {
-      if (tile >= 0 && covered != t.header.k) throw gap(tile, covered);
+      if (tile >= 0 && covered != k_of_tile) throw gap(tile, covered);
+      k_of_tile = reduction_of_row(t.kernel, t.header.k, r.tile_m);
       tile = this_tile;
       covered = 0;
       ++tiles_seen;
@@ -375,7 +392,7 @@ void check_trace_coverage(const Trace& t) {
     if (r.k_begin != covered) throw gap(tile, covered);
     covered = r.k_end;
   }
-  if (covered != t.header.k) throw gap(tile, covered);
+  if (covered != k_of_tile) throw gap(tile, covered);
   if (tiles_seen != tiles) throw RecordError("trace: not every tile has a record");
 }
 
@@ -394,6 +411,13 @@ std::string trace_to_json(const Trace& t) {
                      {"tiles_n", c.tiles_n},         {"grid_blocks", c.grid_blocks},
                      {"work_units", c.work_units},   {"blocks_per_sm", c.blocks_per_sm},
                      {"smem_bytes", c.smem_bytes},   {"persistent", c.persistent}};
+  if (!c.products.empty()) {
+    json products = json::array();
+    for (const ProductGrid& p : c.products)
+      products.push_back(json{{"name", p.name}, {"m", p.m}, {"n", p.n}, {"k", p.k}, {"tiles_m", p.tiles_m},
+                              {"tiles_n", p.tiles_n}, {"first_row", p.first_row}});
+    j["kernel"]["products"] = products;
+  }
   j["timing"] = json{{"median_ms", t.median_ms}, {"traced_ms", t.traced_ms}, {"time_origin_ns", t.time_origin_ns}};
   j["record_fields"] = json::array({"tile_m", "tile_n", "k_begin", "k_end", "sm", "unit", "start_ns", "end_ns"});
   // One record per line keeps a 65,536-record trace readable and diffable.
@@ -439,8 +463,30 @@ Trace trace_from_json(const std::string& text) {
   k.persistent = get_bool(c, "persistent", w);
   if (k.block_m < 1 || k.block_n < 1 || k.block_k < 1)
     throw RecordError("kernel: block_m, block_n and block_k must be at least 1");
-  if (k.tiles_m != ceil_div64(t.header.m, k.block_m) || k.tiles_n != ceil_div64(t.header.n, k.block_n))
+  if (const json* ps = c.contains("products") ? &c.at("products") : nullptr) {
+    if (!ps->is_array() || ps->empty()) throw RecordError("kernel.products: expected a non-empty array");
+    int rows = 0, widest = 0;
+    for (const json& pj : *ps) {
+      ProductGrid p;
+      p.name = get_string(pj, "name", "kernel.products");
+      p.m = get_nonneg(pj, "m", "kernel.products");
+      p.n = get_nonneg(pj, "n", "kernel.products");
+      p.k = get_nonneg(pj, "k", "kernel.products");
+      p.tiles_m = int(get_nonneg(pj, "tiles_m", "kernel.products"));
+      p.tiles_n = int(get_nonneg(pj, "tiles_n", "kernel.products"));
+      p.first_row = int(get_nonneg(pj, "first_row", "kernel.products"));
+      if (p.m < 1 || p.n < 1 || p.k < 1 || p.tiles_m != ceil_div64(p.m, k.block_m) ||
+          p.tiles_n != ceil_div64(p.n, k.block_n) || p.first_row != rows)
+        throw RecordError("kernel.products: " + p.name + " is not its shape cut into tiles, stacked after the last");
+      rows += p.tiles_m;
+      widest = std::max(widest, p.tiles_n);
+      k.products.push_back(p);
+    }
+    if (k.tiles_m != rows || k.tiles_n != widest)
+      throw RecordError("kernel: tiles_m x tiles_n is not the products' tiles stacked");
+  } else if (k.tiles_m != ceil_div64(t.header.m, k.block_m) || k.tiles_n != ceil_div64(t.header.n, k.block_n)) {
     throw RecordError("kernel: tiles_m x tiles_n is not the shape cut into block_m x block_n tiles");
+  }
   const json& tm = *field_ptr(j, "timing", "trace");
   t.median_ms = get_number(tm, "median_ms", "timing");
   t.traced_ms = get_number(tm, "traced_ms", "timing");
@@ -463,7 +509,10 @@ Trace trace_from_json(const std::string& text) {
                   uint64_t(v[6]), uint64_t(v[7])};
     if (r.tile_m >= k.tiles_m || r.tile_n >= k.tiles_n)
       throw RecordError(where + ": tile outside the kernel's tiles_m x tiles_n grid");
-    if (r.k_end <= r.k_begin || r.k_end > t.header.k) throw RecordError(where + ": k range not inside [0, K)");
+    if (const ProductGrid* p = product_of_row(k, r.tile_m); p && r.tile_n >= p->tiles_n)
+      throw RecordError(where + ": tile outside its product's grid");
+    if (r.k_end <= r.k_begin || r.k_end > reduction_of_row(k, t.header.k, r.tile_m))
+      throw RecordError(where + ": k range not inside [0, K)");
     if (r.sm >= t.header.gpu.sm_count) throw RecordError(where + ": SM id not below the GPU's SM count");
     if (r.end_ns < r.start_ns) throw RecordError(where + ": end before start");
     t.records.push_back(r);

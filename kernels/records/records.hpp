@@ -112,6 +112,16 @@ struct Results {
   std::vector<VariantResult> variants;
 };
 
+// One product of a launch that computes several (lesson 05: dX and dW). Its
+// tiles occupy tile rows first_row .. first_row + tiles_m - 1 of the trace's
+// grid and columns 0 .. tiles_n - 1; its units reduce over [0, k).
+struct ProductGrid {
+  std::string name;  // "dX"
+  int64_t m = 0, n = 0, k = 0;
+  int tiles_m = 0, tiles_n = 0;
+  int first_row = 0;
+};
+
 struct KernelConfig {
   int block_m = 0, block_n = 0, block_k = 0;  // tile sizes
   int threads = 0;                            // per block
@@ -125,6 +135,9 @@ struct KernelConfig {
   int blocks_per_sm = 0;                      // occupancy API
   int smem_bytes = 0;
   bool persistent = false;
+  // Empty: one product, the header's M x N x K. Otherwise the products stacked
+  // in the grid (tiles_m their rows together, tiles_n the widest).
+  std::vector<ProductGrid> products;
 };
 
 struct Trace {
