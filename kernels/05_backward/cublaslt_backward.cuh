@@ -59,23 +59,10 @@ inline const Plan& plan_for(LtProduct which, int m, int n, int k, bool bias) {
     p.b = layout(uint64_t(k), uint64_t(m));
     p.c = layout(uint64_t(n), uint64_t(k));
   }
-  cublasLtMatmulPreference_t preference = nullptr;
-  check(cublasLtMatmulPreferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
-  const size_t workspace = kCublasLtWorkspaceBytes;
-  check(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                             sizeof workspace),
-        "set MAX_WORKSPACE_BYTES");
-  cublasLtMatmulHeuristicResult_t best = {};
-  int found = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(cublaslt_detail::library().handle, p.op, p.a, p.b,
-                                                               p.c, p.c, preference, 1, &best, &found);
-  cublasLtMatmulPreferenceDestroy(preference);
-  check(status, "cublasLtMatmulAlgoGetHeuristic");
-  if (found < 1)
-    throw CudaError(std::string("cuBLASLt has no algorithm for the ") + (dx ? "dX" : "dW") + " product at " +
-                    std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
-                    (bias && !dx ? " with the BGRADA epilogue" : ""));
-  p.algo = best.algo;
+  p.algo = cublaslt_detail::best_algo(cublaslt_detail::library().handle, p,
+                                      std::string("the ") + (dx ? "dX" : "dW") + " product at " + std::to_string(m) +
+                                          "x" + std::to_string(n) + "x" + std::to_string(k) +
+                                          (bias && !dx ? " with the BGRADA epilogue" : ""));
   return plans.emplace(key, p).first->second;
 }
 

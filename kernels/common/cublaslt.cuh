@@ -42,6 +42,26 @@ struct Plan {
   cublasLtMatmulAlgo_t algo = {};
 };
 
+// The heuristic's first choice for an operation and its layouts within the
+// workspace a caller provides; `what` names the product for the error when
+// there is none.
+inline cublasLtMatmulAlgo_t best_algo(cublasLtHandle_t handle, const Plan& p, const std::string& what) {
+  cublasLtMatmulPreference_t preference = nullptr;
+  check(cublasLtMatmulPreferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
+  const size_t workspace = kCublasLtWorkspaceBytes;
+  check(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                             sizeof workspace),
+        "set MAX_WORKSPACE_BYTES");
+  cublasLtMatmulHeuristicResult_t best = {};
+  int found = 0;
+  const cublasStatus_t status =
+      cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.a, p.b, p.c, p.c, preference, 1, &best, &found);
+  cublasLtMatmulPreferenceDestroy(preference);
+  check(status, "cublasLtMatmulAlgoGetHeuristic");
+  if (found < 1) throw CudaError("cuBLASLt has no algorithm for " + what);
+  return best.algo;
+}
+
 struct Library {
   cublasLtHandle_t handle = nullptr;
   std::map<std::tuple<int, int, int, int>, Plan> plans;
@@ -83,22 +103,9 @@ inline const Plan& plan_for(Library& lib, int m, int n, int k, Activation act) {
   check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16F, uint64_t(n), uint64_t(k), int64_t(n)), "layout of B");
   check(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16F, uint64_t(k), uint64_t(m), int64_t(k)), "layout of A");
   check(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16F, uint64_t(n), uint64_t(m), int64_t(n)), "layout of C");
-  cublasLtMatmulPreference_t preference = nullptr;
-  check(cublasLtMatmulPreferenceCreate(&preference), "cublasLtMatmulPreferenceCreate");
-  const size_t workspace = kCublasLtWorkspaceBytes;
-  check(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                             sizeof workspace),
-        "set MAX_WORKSPACE_BYTES");
-  cublasLtMatmulHeuristicResult_t best = {};
-  int found = 0;
-  const cublasStatus_t status =
-      cublasLtMatmulAlgoGetHeuristic(lib.handle, p.op, p.a, p.b, p.c, p.c, preference, 1, &best, &found);
-  cublasLtMatmulPreferenceDestroy(preference);
-  check(status, "cublasLtMatmulAlgoGetHeuristic");
-  if (found < 1)
-    throw CudaError("cuBLASLt has no algorithm for " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                    std::to_string(k) + " with the " + activation_name(act) + " epilogue");
-  p.algo = best.algo;
+  p.algo = best_algo(lib.handle, p,
+                     std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " with the " +
+                         activation_name(act) + " epilogue");
   return lib.plans.emplace(key, p).first->second;
 }
 
