@@ -1,5 +1,5 @@
 // Lesson 05 - Backward: the backward pass of a layer Z = act(X W), with the
-// transposes as layouts and act' kept off the GEMMs' path.
+// transposes as layouts, both products in one launch, and act' fused.
 //
 // The layer: X (M x K, tokens by features), W (K x N), P = X W, Z = act(P).
 // The backward gets dZ and what the forward saved, and computes
@@ -21,21 +21,33 @@
 //                         described in its own major: a TMA box of Xᵀ is a box
 //                         of X with its lines along m, and the wgmma descriptor
 //                         says so. Two launches, one per product
-//   step 4  one_launch    both products in one persistent launch: the tiles of
+//   step 3  one_launch    both products in one persistent launch: the tiles of
 //                         dX, then those of dW, walked as one list, so the last
 //                         wave of dX is filled with dW's first tiles
+//   step 4  fused         no dP pass: each product loads dZ and P where it
+//                         would load dP, and forms dP = dZ * act'(P) in the
+//                         registers the tensor cores read A from (an "RS"
+//                         wgmma). dW is computed as dWᵀ = dPᵀ X so that dP is
+//                         A there too, and stored transposed (stmatrix.trans);
+//                         db comes from the dWᵀ tiles that already hold dP
 //   cublaslt              NVIDIA's cuBLASLt for both products, db fused into
 //                         the dW product (CUBLASLT_EPILOGUE_BGRADA)
-// db is fused into the act' pass in every step (it reads dP anyway); the
+// In steps 1-3 db is fused into the act' pass (it reads dP anyway); the
 // reference, the cuBLAS sequence a framework runs, sums dP in a pass of its own.
 //
 // Why it should be faster: step 1 walks a transposed operand with the same
 // tiles as the forward, but with lesson 02's synchronous loads; step 2 copies
-// any major with TMA and feeds wgmma at full rate (compare each step with the
-// cuBLAS sequence); step 4 saves a partly empty wave between the products.
+// any major with TMA and feeds wgmma at full rate; step 3 saves a partly empty
+// wave between the products; step 4 saves the dP pass (6 bytes per element of
+// M x N), but pays for it inside the products: A now comes as two tensors
+// (dZ and P), so a third more bytes flow from L2 for every tile, act' is
+// recomputed for every tile that reads an element (K / 256 times), and the
+// bigger stages leave room for 3 of them instead of 4. Whether that pays is
+// what the report shows.
 // What to look for: the report's rows against "cublas" (the sequence), and
-// the cublaslt row beside it. The dP pass costs 6 bytes per element of M x N
-// whatever the GEMMs do: at 4096^3 about a tenth of the whole.
+// the cublaslt row beside it. With --part dx or --part dw one product runs
+// alone, given dP, against cuBLAS's GEMM in the same layout: is a transposed
+// operand read at full speed?
 //
 // Preconditions: TMA needs 16-byte row strides (K % 8 == 0 and N % 8 == 0);
 // other shapes run step 1's kernel for both products (the report's note says
@@ -46,6 +58,7 @@
 //       build/bin/lesson05_backward --act gelu --m 8192 --n 8192 --k 8192
 //       build/bin/lesson05_backward --act silu --m 4096 --k 4096 --n 14336   (Llama-3-8B up projection)
 //       build/bin/lesson05_backward --m 127 --n 257 --k 129                  (tails; N % 8 != 0: step 1's kernel)
+//       build/bin/lesson05_backward --part dw                                (dW alone vs cuBLAS's TN GEMM)
 // Measured: docs/lessons/05_backward.md.
 
 #include <cublasLt.h>
@@ -75,6 +88,14 @@ Activation activation_of(const ProblemSize& s) {
 }
 bool has_bias(const ProblemSize& s) { return s.params.text("bias") == "yes"; }
 
+// --part: the whole backward, or one product alone given dP, to time each
+// product's kernel against cuBLAS doing the same-layout GEMM.
+enum class Part { all, dx, dw };
+Part part_of(const ProblemSize& s) {
+  const std::string& p = s.params.text("part");
+  return p == "dx" ? Part::dx : p == "dw" ? Part::dw : Part::all;
+}
+
 // ------------------------------------------------------------ workspace
 // dP (M x N fp16), then db's partial rows (fp32), then cuBLASLt's workspace.
 size_t align256(size_t b) { return (b + 255) / 256 * 256; }
@@ -84,8 +105,31 @@ size_t partials_bytes(const ProblemSize& s) {
 }
 size_t scratch_bytes(const ProblemSize& s) { return dp_bytes(s) + partials_bytes(s); }
 
+// With --part dx the inputs are dP and W and the output dX; with --part dw,
+// X and dP, and dW. dP then comes in as an input, and no act' is involved.
+BackwardArgs part_args(const Buffers& b, Part part) {
+  const ProblemSize& s = b.size;
+  BackwardArgs a{};
+  a.m = s.m;
+  a.n = s.n;
+  a.k = s.k;
+  a.act = Activation::none;
+  a.trace = b.trace;
+  if (part == Part::dx) {
+    a.dp = static_cast<__half*>(const_cast<void*>(b.inputs[0]));
+    a.w = static_cast<const __half*>(b.inputs[1]);
+    a.dx = static_cast<__half*>(b.outputs[0]);
+  } else {
+    a.x = static_cast<const __half*>(b.inputs[0]);
+    a.dp = static_cast<__half*>(const_cast<void*>(b.inputs[1]));
+    a.dw = static_cast<__half*>(b.outputs[0]);
+  }
+  return a;
+}
+
 BackwardArgs backward_args(const Buffers& b) {
   const ProblemSize& s = b.size;
+  if (const Part part = part_of(s); part != Part::all) return part_args(b, part);
   if (b.workspace == nullptr || b.workspace_bytes < scratch_bytes(s))
     throw CudaError("lesson 05: the launch needs a workspace for dP and db");
   auto* ws = static_cast<unsigned char*>(b.workspace);
@@ -117,15 +161,19 @@ std::string fallback_note(const ProblemSize& s) {
   return "runs step 1's kernel: " + why + " is not a multiple of 8, so a row stride is not a multiple of 16 bytes as TMA requires";
 }
 
-// The two products as step 1 computes them (and every step's fallback).
+// The two products as step 1 computes them (and every step's fallback); only
+// those whose output is there (--part).
 void strided_products(const BackwardArgs& a, cudaStream_t st) {
   // dX (M x K) = dP (M x N) · Wᵀ, W stored (K x N): B transposed.
-  launch_strided_gemm<Stored::as_is, Stored::transposed>(StridedGemm{a.dp, a.w, a.dx, a.m, a.k, a.n, a.trace}, st);
+  if (a.dx)
+    launch_strided_gemm<Stored::as_is, Stored::transposed>(StridedGemm{a.dp, a.w, a.dx, a.m, a.k, a.n, a.trace}, st);
   // dW (K x N) = Xᵀ · dP, X stored (M x K): A transposed. Its trace records
   // follow dX's, its tile rows below dX's.
-  launch_strided_gemm<Stored::transposed, Stored::as_is>(
-      StridedGemm{a.x, a.dp, a.dw, a.k, a.n, a.m, a.trace, strided_gemm_blocks(a.m, a.k), ceil_div(a.m, kStridedBM)},
-      st);
+  if (a.dw)
+    launch_strided_gemm<Stored::transposed, Stored::as_is>(
+        StridedGemm{a.x, a.dp, a.dw, a.k, a.n, a.m, a.trace, a.dx ? strided_gemm_blocks(a.m, a.k) : 0,
+                    a.dx ? ceil_div(a.m, kStridedBM) : 0},
+        st);
 }
 
 ProductArgs dx_product(const BackwardArgs& a) { return ProductArgs{a.dp, a.w, a.dx, a.m, a.k, a.n}; }
@@ -133,16 +181,50 @@ ProductArgs dw_product(const BackwardArgs& a) { return ProductArgs{a.x, a.dp, a.
 
 GradPass pass_for(const BackwardArgs& a) { return a.db ? GradPass::grad_and_sum : GradPass::grad; }
 
-// ------------------------------------------------------------ configs
-// The two products as the trace stacks them: dX's tile rows, then dW's.
-void stack_products(KernelConfig& c, const ProblemSize& s) {
-  const auto grid = [&](const char* name, int m, int n, int k, int first_row) {
-    return ProductGrid{name, m, n, k, ceil_div(m, c.block_m), ceil_div(n, c.block_n), first_row};
+// Step 4's products: A is dZ (P beside it), and the second one is dWᵀ = dPᵀ X
+// (N x K), written transposed into dW, so that dP is A in both.
+void fused_products(const BackwardArgs& a, cudaStream_t st) {
+  Products ps = {};
+  ps.db = a.db;
+  const auto go = [&](auto act) {
+    constexpr Activation kAct = decltype(act)::value;
+    describe_fused_product<LayoutNT>(ps, 0, ProductArgs{a.dz, a.w, a.dx, a.m, a.k, a.n}, a.p);
+    describe_fused_product<LayoutTNt>(ps, 1, ProductArgs{a.dz, a.x, a.dw, a.n, a.k, a.m}, a.p);
+    launch_layout_gemm<LayoutNT, LayoutTNt, kAct>(ps, a.trace, st);
   };
-  c.products = {grid("dX", s.m, s.k, s.n, 0)};
-  c.products.push_back(grid("dW", s.k, s.n, s.m, c.products[0].tiles_m));
-  c.tiles_m = c.products[0].tiles_m + c.products[1].tiles_m;
-  c.tiles_n = std::max(c.products[0].tiles_n, c.products[1].tiles_n);
+  switch (a.act) {
+    case Activation::relu: go(std::integral_constant<Activation, Activation::relu>{}); break;
+    case Activation::gelu: go(std::integral_constant<Activation, Activation::gelu>{}); break;
+    default: go(std::integral_constant<Activation, Activation::silu>{}); break;
+  }
+}
+
+// ------------------------------------------------------------ configs
+// The products as the trace stacks them: dX's tile rows, then dW's (or step
+// 4's dWᵀ's); with --part, the one product alone.
+void stack_products(KernelConfig& c, const ProblemSize& s, bool dw_transposed = false) {
+  const Part part = part_of(s);
+  c.products.clear();
+  int rows = 0;
+  const auto add = [&](const char* name, int m, int n, int k) {
+    c.products.push_back(ProductGrid{name, m, n, k, ceil_div(m, c.block_m), ceil_div(n, c.block_n), rows});
+    rows += c.products.back().tiles_m;
+  };
+  if (part != Part::dw) add("dX", s.m, s.k, s.n);
+  if (part != Part::dx) {
+    if (dw_transposed) {
+      add("dW^T", s.n, s.k, s.m);
+    } else {
+      add("dW", s.k, s.n, s.m);
+    }
+  }
+  c.tiles_m = rows;
+  c.tiles_n = 0;
+  c.work_units = 0;
+  for (const ProductGrid& g : c.products) {
+    c.tiles_n = std::max(c.tiles_n, g.tiles_n);
+    c.work_units += int64_t(g.tiles_m) * g.tiles_n;
+  }
 }
 
 KernelConfig strided_config(const ProblemSize& s) {
@@ -153,31 +235,33 @@ KernelConfig strided_config(const ProblemSize& s) {
   c.threads = kStridedThreads;
   c.stages = 2;
   stack_products(c, s);
-  c.grid_blocks = int64_t(strided_gemm_blocks(s.m, s.k)) + strided_gemm_blocks(s.k, s.n);
-  c.work_units = c.grid_blocks;
+  c.grid_blocks = c.work_units;  // one block per tile
   c.blocks_per_sm = blocks_per_sm(reinterpret_cast<const void*>(&strided_gemm_kernel<Stored::as_is, Stored::transposed>),
                                   kStridedThreads, 0);
   return c;
 }
 
-KernelConfig layout_config(const ProblemSize& s, bool one_launch) {
+enum class Launches { two, one, fused };
+
+KernelConfig layout_config(const ProblemSize& s, Launches launches) {
   if (!tma_ok(s)) return strided_config(s);
+  const bool one_launch = launches != Launches::two, fused = launches == Launches::fused;
   KernelConfig c;
   c.block_m = kBM;
   c.block_n = kBN;
   c.block_k = kBK;
   c.threads = hopper::kWsThreads;
-  c.stages = kStages;
+  c.stages = fused ? kFusedStages : kStages;
   c.order = tile_order_name(TileOrder::grouped);
   c.group_m = hopper::kWsGroupM;
   c.persistent = true;
-  stack_products(c, s);
-  const int dx_tiles_m = c.products[0].tiles_m, dx_tiles_n = c.products[0].tiles_n;
-  const int dw_tiles_m = c.products[1].tiles_m, dw_tiles_n = c.products[1].tiles_n;
-  c.work_units = int64_t(dx_tiles_m) * dx_tiles_n + int64_t(dw_tiles_m) * dw_tiles_n;
-  c.smem_bytes = layout_gemm_smem_bytes();
-  const int resident = one_launch ? layout_gemm_resident<LayoutNT, LayoutTN>() : layout_gemm_resident<LayoutNT, LayoutNT>();
-  c.grid_blocks = std::min<int64_t>(one_launch ? c.work_units : int64_t(dx_tiles_m) * dx_tiles_n, resident);
+  stack_products(c, s, fused);
+  const int64_t first_tiles = int64_t(c.products[0].tiles_m) * c.products[0].tiles_n;
+  c.smem_bytes = fused ? layout_gemm_smem_bytes<Activation::relu>() : layout_gemm_smem_bytes();
+  const int resident = fused        ? layout_gemm_resident<LayoutNT, LayoutTNt, Activation::relu>()
+                       : one_launch ? layout_gemm_resident<LayoutNT, LayoutTN>()
+                                    : layout_gemm_resident<LayoutNT, LayoutNT>();
+  c.grid_blocks = std::min<int64_t>(one_launch ? c.work_units : first_tiles, resident);  // two launches: the first's
   c.blocks_per_sm = std::max(1, resident / hopper::sm_count());
   return c;
 }
@@ -194,6 +278,15 @@ Variant backward_variant(const char* name, const char* what, int min_cc,
   return v;
 }
 
+// The act' pass (and db), when the backward runs in full (not with --part).
+void act_pass(const BackwardArgs& a, cudaStream_t st) {
+  if (a.dz) launch_act_grad(a, pass_for(a), st);
+}
+
+std::string both_products_only(const ProblemSize& s) {
+  return part_of(s) == Part::all ? "" : "computes both products in one launch (only with --part all)";
+}
+
 std::vector<Variant> variants() {
   std::vector<Variant> out;
   {
@@ -201,7 +294,7 @@ std::vector<Variant> variants() {
         "notebook",
         "act' (and db) as its own pass, then the forward's mma.sync kernel on transposed views (ldmatrix.trans)", 80,
         [](const BackwardArgs& a, cudaStream_t st) {
-          launch_act_grad(a, pass_for(a), st);
+          act_pass(a, st);
           strided_products(a, st);
         });
     v.config = strided_config;
@@ -212,18 +305,18 @@ std::vector<Variant> variants() {
         "tma_layouts",
         "act' (and db) pass, then lesson 04's TMA + wgmma kernel for dP·Wᵀ (K-major B) and Xᵀ·dP (M-major A): two launches",
         90, [](const BackwardArgs& a, cudaStream_t st) {
-          launch_act_grad(a, pass_for(a), st);
+          act_pass(a, st);
           if (!tma_ok(ProblemSize{a.m, a.n, a.k, {}})) return strided_products(a, st);
           Products dx = {}, dw = {};
-          describe_product<LayoutNT>(dx, 0, dx_product(a));
-          describe_product<LayoutTN>(dw, 0, dw_product(a));
+          if (a.dx) describe_product<LayoutNT>(dx, 0, dx_product(a));
+          if (a.dw) describe_product<LayoutTN>(dw, 0, dw_product(a));
           // dW's trace records follow dX's, its tile rows below dX's.
           dw.trace_first_unit = dx.units[0];
           dw.trace_first_row = dx.tiles_m[0];
-          launch_layout_gemm<LayoutNT, LayoutNT>(dx, a.trace, st);
-          launch_layout_gemm<LayoutTN, LayoutTN>(dw, a.trace, st);
+          if (a.dx) launch_layout_gemm<LayoutNT, LayoutNT>(dx, a.trace, st);
+          if (a.dw) launch_layout_gemm<LayoutTN, LayoutTN>(dw, a.trace, st);
         });
-    v.config = [](const ProblemSize& s) { return layout_config(s, false); };
+    v.config = [](const ProblemSize& s) { return layout_config(s, Launches::two); };
     v.note = fallback_note;
     out.push_back(v);
   }
@@ -238,8 +331,24 @@ std::vector<Variant> variants() {
           describe_product<LayoutTN>(ps, 1, dw_product(a));
           launch_layout_gemm<LayoutNT, LayoutTN>(ps, a.trace, st);
         });
-    v.config = [](const ProblemSize& s) { return layout_config(s, true); };
+    v.config = [](const ProblemSize& s) { return layout_config(s, Launches::one); };
     v.note = fallback_note;
+    v.skip = both_products_only;
+    out.push_back(v);
+  }
+  {
+    Variant v = backward_variant(
+        "fused", "no dP pass: dZ and P loaded, dP formed in the registers an RS wgmma reads (dW as dWᵀ = dPᵀ X), db from the dWᵀ tiles; one launch", 90,
+        [](const BackwardArgs& a, cudaStream_t st) {
+          if (!tma_ok(ProblemSize{a.m, a.n, a.k, {}})) {
+            launch_act_grad(a, pass_for(a), st);
+            return strided_products(a, st);
+          }
+          fused_products(a, st);
+        });
+    v.config = [](const ProblemSize& s) { return layout_config(s, Launches::fused); };
+    v.note = fallback_note;
+    v.skip = both_products_only;
     out.push_back(v);
   }
   {
@@ -249,9 +358,9 @@ std::vector<Variant> variants() {
     v.launch = [](const Buffers& b, cudaStream_t st) {
       const BackwardArgs a = backward_args(b);
       void* lt_ws = static_cast<unsigned char*>(b.workspace) + scratch_bytes(b.size);
-      launch_act_grad(a, GradPass::grad, st);
-      cublaslt_transposed_gemm(LtProduct::dx, a, lt_ws, st);
-      cublaslt_transposed_gemm(LtProduct::dw, a, lt_ws, st);
+      if (a.dz) launch_act_grad(a, GradPass::grad, st);
+      if (a.dx) cublaslt_transposed_gemm(LtProduct::dx, a, lt_ws, st);
+      if (a.dw) cublaslt_transposed_gemm(LtProduct::dw, a, lt_ws, st);
     };
     v.workspace_bytes = [](const ProblemSize& s) { return scratch_bytes(s) + kCublasLtWorkspaceBytes; };
     out.push_back(v);
@@ -269,14 +378,16 @@ void check_cublas(cublasStatus_t st, const char* what) {
 
 void cublas_sequence(const Buffers& b, cudaStream_t st) {
   const BackwardArgs a = backward_args(b);
-  launch_act_grad(a, GradPass::grad, st);
+  if (a.dz) launch_act_grad(a, GradPass::grad, st);
   const float one = 1.0f, zero = 0.0f;
   // dXᵀ (K x M) = W · dPᵀ: W stored (N x K) column-major, transposed.
-  check_cublas(cublasGemmEx(b.cublas, CUBLAS_OP_T, CUBLAS_OP_N, a.k, a.m, a.n, &one, a.w, CUDA_R_16F, a.n, a.dp,
+  if (a.dx)
+    check_cublas(cublasGemmEx(b.cublas, CUBLAS_OP_T, CUBLAS_OP_N, a.k, a.m, a.n, &one, a.w, CUDA_R_16F, a.n, a.dp,
                             CUDA_R_16F, a.n, &zero, a.dx, CUDA_R_16F, a.k, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx (dX)");
   // dWᵀ (N x K) = dPᵀ · X: X stored (K x M) column-major, transposed.
-  check_cublas(cublasGemmEx(b.cublas, CUBLAS_OP_N, CUBLAS_OP_T, a.n, a.k, a.m, &one, a.dp, CUDA_R_16F, a.n, a.x,
+  if (a.dw)
+    check_cublas(cublasGemmEx(b.cublas, CUBLAS_OP_N, CUBLAS_OP_T, a.n, a.k, a.m, &one, a.dp, CUDA_R_16F, a.n, a.x,
                             CUDA_R_16F, a.k, &zero, a.dw, CUDA_R_16F, a.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx (dW)");
   if (a.db) launch_act_grad(a, GradPass::sum_only, st);
@@ -292,9 +403,40 @@ std::vector<float> dp_fp64(const ProblemSize& s, const std::vector<HostTensor>& 
   return dp;
 }
 
+// --part dx: dX[r, j] = sum_c dP[r, c] W[j, c]; --part dw: dW[r, c] = sum_i X[i, r] dP[i, c].
+std::vector<double> part_fp64_rows(const ProblemSize& s, const std::vector<HostTensor>& in, Part part,
+                                   const std::vector<int64_t>& rows) {
+  const int64_t m = s.m, n = s.n, k = s.k;
+  std::vector<double> out;
+  if (part == Part::dx) {
+    const HostTensor& dp = in[0];
+    const HostTensor& w = in[1];
+    out.assign(rows.size() * size_t(k), 0.0);
+    for (size_t r = 0; r < rows.size(); ++r)
+      for (int64_t j = 0; j < k; ++j) {
+        double sum = 0;
+        for (int64_t c = 0; c < n; ++c) sum += double(dp.at(rows[r], c)) * double(w.value(j * n + c));
+        out[r * size_t(k) + size_t(j)] = sum;
+      }
+    return out;
+  }
+  const HostTensor& x = in[0];
+  const HostTensor& dp = in[1];
+  out.assign(rows.size() * size_t(n), 0.0);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    double* o = &out[r * size_t(n)];
+    for (int64_t i = 0; i < m; ++i) {
+      const double xv = x.at(i, rows[r]);
+      for (int64_t c = 0; c < n; ++c) o[c] += xv * double(dp.value(i * n + c));
+    }
+  }
+  return out;
+}
+
 // Outputs: 0 dX (M x K), 1 dW (K x N), 2 db (1 x N).
 std::vector<double> backward_fp64_rows(const ProblemSize& s, const std::vector<HostTensor>& in, size_t output,
                                        const std::vector<int64_t>& rows) {
+  if (const Part part = part_of(s); part != Part::all) return part_fp64_rows(s, in, part, rows);
   const int64_t m = s.m, n = s.n, k = s.k;
   const HostTensor& x = in[0];
   const HostTensor& w = in[1];
@@ -338,11 +480,21 @@ Problem backward_problem() {
   p.params = {
       ParamSpec{"act", "the layer's activation: relu, gelu (tanh form) or silu", "relu", {"relu", "gelu", "silu"}},
       ParamSpec{"bias", "whether the layer has a bias, so db is computed: yes or no", "yes", {"yes", "no"}},
+      ParamSpec{"part",
+                "all: the whole backward; dx or dw: that product alone, given dP, against cuBLAS's same-layout GEMM",
+                "all",
+                {"all", "dx", "dw"}},
   };
   p.inputs = [](const ProblemSize& s) {
-    return std::vector<TensorSpec>{{"X", s.m, s.k}, {"W", s.k, s.n}, {"P", s.m, s.n}, {"dZ", s.m, s.n}};
+    switch (part_of(s)) {
+      case Part::dx: return std::vector<TensorSpec>{{"dP", s.m, s.n}, {"W", s.k, s.n}};
+      case Part::dw: return std::vector<TensorSpec>{{"X", s.m, s.k}, {"dP", s.m, s.n}};
+      default: return std::vector<TensorSpec>{{"X", s.m, s.k}, {"W", s.k, s.n}, {"P", s.m, s.n}, {"dZ", s.m, s.n}};
+    }
   };
   p.outputs = [](const ProblemSize& s) {
+    if (part_of(s) == Part::dx) return std::vector<TensorSpec>{{"dX", s.m, s.k}};
+    if (part_of(s) == Part::dw) return std::vector<TensorSpec>{{"dW", s.k, s.n}};
     std::vector<TensorSpec> o{{"dX", s.m, s.k}, {"dW", s.k, s.n}};
     if (has_bias(s)) o.push_back(TensorSpec{"db", 1, s.n});
     return o;
@@ -351,7 +503,7 @@ Problem backward_problem() {
                           "act' pass, two cublasGemmEx with transposes, and a dP.sum(0) pass (a framework's sequence)",
                           cublas_sequence, scratch_bytes};
   p.fp64_rows = backward_fp64_rows;
-  p.flops = [](const ProblemSize& s) { return 4.0 * s.m * double(s.n) * s.k; };
+  p.flops = [](const ProblemSize& s) { return (part_of(s) == Part::all ? 4.0 : 2.0) * s.m * double(s.n) * s.k; };
   return p;
 }
 

@@ -120,9 +120,11 @@ stage_lessons() {
   # Step 5 against step 9 at 4096^3: 116 blocks of 4 tiles and 16 of 3, against 128 of 4.
   trace lesson04_hopper tma_store || rc=1
   trace lesson04_hopper balanced || rc=1
-  # Lesson 05: both products in two launches, and in one (dX tiles, then dW tiles, on one grid).
+  # Lesson 05: both products in two launches, in one (dX tiles, then dW tiles, on one grid), and
+  # with act' fused (dX, then dWᵀ).
   trace lesson05_backward tma_layouts || rc=1
   trace lesson05_backward one_launch || rc=1
+  trace lesson05_backward fused || rc=1
   if have lesson05_backward; then
     "$bin/lesson05_backward" --act gelu --json "$work/results/lesson05_backward-gelu.json" || rc=1
   fi
@@ -198,6 +200,14 @@ stage_compare() {
         echo "-- lesson05_backward $act at ${1}x${2}x${3}"
         "$bin/lesson05_backward" --act $act --rounds 9 --m $1 --n $2 --k $3 \
             --json "$work/results/lesson05_backward-$act-${1}x${2}x${3}.json" || rc=1
+      done
+    done
+    # Each product alone, given dP, against cuBLAS's same-layout GEMM.
+    for size in 4096 8192; do
+      for part in dx dw; do
+        echo "-- lesson05_backward --part $part at ${size}^3"
+        "$bin/lesson05_backward" --part $part --rounds 9 --m $size --n $size --k $size \
+            --json "$work/results/lesson05_backward-$part-${size}.json" || rc=1
       done
     done
   fi

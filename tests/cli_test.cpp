@@ -185,7 +185,7 @@ TEST(ProblemParams, BadValuesAreOneLineAndExit2) {
 // Lesson 05's activation and bias are words: anything else is one line, exit 2.
 TEST(ProblemParams, Lesson05ActivationIsOneOfThree) {
   if (!have("lesson05_backward")) GTEST_SKIP() << "lesson05_backward is not in this build (no CUDA)";
-  for (const char* args : {"--act tanh", "--act ''", "--act RELU", "--bias maybe"}) {
+  for (const char* args : {"--act tanh", "--act ''", "--act RELU", "--bias maybe", "--part dz", "--part ''"}) {
     const Ran r = run(std::string("lesson05_backward ") + args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.out;
     EXPECT_EQ(lines(r.out), 1) << args << ": " << r.out;

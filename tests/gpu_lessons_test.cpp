@@ -177,7 +177,7 @@ TEST_P(Backward, EveryVariantMatchesCublasAndFp64) {
     EXPECT_EQ(v.outputs.size(), std::string(c.bias) == "yes" ? 3u : 2u) << v.name;
     ++checked;
   }
-  EXPECT_EQ(checked, 4) << r.out;
+  EXPECT_EQ(checked, 5) << r.out;  // notebook, tma_layouts, one_launch, fused, cublaslt
   fs::remove(json);
 }
 
@@ -192,6 +192,43 @@ INSTANTIATE_TEST_SUITE_P(Lesson05, Backward, ::testing::ValuesIn(kBackwardCases)
                            return std::string(c.act) + "_bias_" + c.bias + "_" + std::to_string(c.s.m) + "x" +
                                   std::to_string(c.s.n) + "x" + std::to_string(c.s.k);
                          });
+
+// Each product alone (--part dx, --part dw), given dP: the steps that run one
+// product per launch are checked against cuBLAS's same-layout GEMM and fp64;
+// the one-launch steps say why they do not apply.
+TEST(Backward, EachProductAloneMatchesCublasSameLayoutGemm) {
+  if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
+  if (!built("lesson05_backward")) GTEST_SKIP() << "lesson05_backward is not in this build";
+  const fs::path json = scratch("backward-part.json");
+  for (const char* part : {"dx", "dw"}) {
+    for (const Shape s : {Shape{127, 257, 129}, Shape{1, 512, 264}, Shape{1000, 1000, 1000}}) {
+      const std::string what = std::string(part) + " " + std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+                               std::to_string(s.k);
+      const Ran r = run("lesson05_backward --part " + std::string(part) + " --m " + std::to_string(s.m) + " --n " +
+                        std::to_string(s.n) + " --k " + std::to_string(s.k) +
+                        " --reps 1 --rounds 1 --seed 5 --json " + json.string());
+      ASSERT_EQ(r.code, 0) << what << ": " << r.out;
+      const Results res = read_results(json.string());
+      int checked = 0, skipped = 0;
+      for (const VariantResult& v : res.variants) {
+        if (v.reference) continue;
+        if (v.skipped) {
+          EXPECT_TRUE(v.name == "one_launch" || v.name == "fused") << what << ": " << v.name << " skipped";
+          EXPECT_NE(v.skip_reason.find("both products"), std::string::npos) << what << ": " << v.skip_reason;
+          ++skipped;
+          continue;
+        }
+        EXPECT_TRUE(v.passed) << what << ": " << v.name << ": rel_err " << v.rel_err << ", " << v.rel_err_fp64;
+        ASSERT_EQ(v.outputs.size(), 1u) << what << ": " << v.name;
+        EXPECT_EQ(v.outputs[0].name, std::string(part) == "dx" ? "dX" : "dW") << what;
+        ++checked;
+      }
+      EXPECT_EQ(checked, 3) << what << ": " << r.out;  // notebook, tma_layouts, cublaslt
+      EXPECT_EQ(skipped, 2) << what << ": " << r.out;
+    }
+  }
+  fs::remove(json);
+}
 
 // The traces of both products: dX's tiles (M x K) in the first rows, dW's
 // (K x N) below them; each once, reducing over N (dX) or M (dW).
@@ -217,15 +254,21 @@ TEST(Backward, TracesStackBothProducts) {
     EXPECT_EQ(dx.m, m);
     EXPECT_EQ(dx.n, k);
     EXPECT_EQ(dx.k, n);
-    EXPECT_EQ(dw.m, k);
-    EXPECT_EQ(dw.n, n);
+    if (dw.name == "dW^T") {  // fused: dWᵀ = dPᵀ X (N x K)
+      EXPECT_EQ(dw.m, n);
+      EXPECT_EQ(dw.n, k);
+    } else {
+      EXPECT_EQ(dw.name, "dW");
+      EXPECT_EQ(dw.m, k);
+      EXPECT_EQ(dw.n, n);
+    }
     EXPECT_EQ(dw.k, m);
     EXPECT_EQ(dw.first_row, dx.tiles_m);
     // read_trace has checked that every tile of both products is covered once.
     EXPECT_EQ(int64_t(t.records.size()), int64_t(dx.tiles_m) * dx.tiles_n + int64_t(dw.tiles_m) * dw.tiles_n)
         << name;
   }
-  EXPECT_EQ(traces, 3) << r.out;  // notebook, tma_layouts, one_launch
+  EXPECT_EQ(traces, 4) << r.out;  // notebook, tma_layouts, one_launch, fused
   fs::remove_all(base.parent_path());
 }
 

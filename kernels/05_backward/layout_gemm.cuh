@@ -1,5 +1,5 @@
-// Lesson 05, steps 2 and 4: transposes as layouts, at full speed, and both
-// backward products in one persistent launch.
+// Lesson 05, steps 2-4: transposes as layouts, at full speed; both backward
+// products in one persistent launch; and act' fused into their operand path.
 //
 // Lesson 04's warp-specialised kernel (a TMA producer warpgroup, two wgmma
 // consumer warpgroups, 128 x 256 tiles, 4 stages, a persistent grid in the
@@ -15,18 +15,26 @@
 // 128-byte lines run (common/wgmma.cuh). No transpose kernel runs, and no
 // element is read twice more than lesson 04 reads it.
 //
-// One launch may carry two products (step 4): the work units are the tiles of
+// One launch may carry two products (step 3): the work units are the tiles of
 // the first product, then those of the second, each in its own grouped order,
 // and the persistent blocks walk them as one list, so the last wave of dX is
 // filled with the first tiles of dW instead of idling. Trace records of the
 // second product are numbered after the first's tile rows (tile_m + tiles_m of
 // the first), so the viewer shows the two grids one above the other.
+//
+// Step 4 (kGrad != none) loads dZ where A was dP, and P beside it in the same
+// boxes, and forms dP in the registers an RS wgmma reads A from; dW is
+// computed as dWᵀ = dPᵀ X (A = dP, M-major) and stored transposed.
 #pragma once
 
 #include <algorithm>
+#include <type_traits>
 
 #include "04_hopper/pipeline.cuh"
 #include "04_hopper/step5_tma_store.cuh"
+#include "04_hopper/step7_fused_activation.cuh"
+#include "common/activation_half2.cuh"
+#include "common/mma.cuh"
 #include "common/tma.cuh"
 #include "common/wgmma.cuh"
 
@@ -34,18 +42,23 @@ namespace wb::backward {
 
 using hopper::Major;
 
-template <Major kA_, Major kB_>
+// kStoreTransposed: the product's C (m x n) is stored as its transpose, an
+// (n x m) row-major matrix (step 4 computes dWᵀ and writes dW).
+template <Major kA_, Major kB_, bool kStoreTransposed_ = false>
 struct Layout {
   static constexpr Major kA = kA_, kB = kB_;
+  static constexpr bool kStoreTransposed = kStoreTransposed_;
 };
-using LayoutNT = Layout<Major::k, Major::k>;    // dX = dP Wᵀ
-using LayoutTN = Layout<Major::mn, Major::mn>;  // dW = Xᵀ dP
-using LayoutNN = Layout<Major::k, Major::mn>;   // lesson 04's C = A B
+using LayoutNT = Layout<Major::k, Major::k>;           // dX = dP Wᵀ
+using LayoutTN = Layout<Major::mn, Major::mn>;         // dW = Xᵀ dP
+using LayoutNN = Layout<Major::k, Major::mn>;          // lesson 04's C = A B
+using LayoutTNt = Layout<Major::mn, Major::mn, true>;  // dWᵀ = dPᵀ X, stored as dW
 
 // The tensor maps and sizes of up to two products, passed by value in the
 // kernel's parameter space (__grid_constant__), which TMA reads directly.
 struct Products {
   CUtensorMap a[2], b[2], c[2];
+  CUtensorMap aux[2];  // step 4: P, in the same boxes as A (A is then dZ)
   int m[2], n[2], k[2];
   int tiles_m[2], tiles_n[2];
   int units[2];  // tiles of each product (0 for an absent second product)
@@ -53,6 +66,9 @@ struct Products {
   // trace_first_unit + u, its tile row offset by trace_first_row (a product
   // launched after another stacks its records after the other's).
   int trace_first_unit, trace_first_row;
+  // Step 4: db (product 1's m values), summed by the tiles in its first tile
+  // column; nullptr: none.
+  __half* db;
 };
 
 constexpr int kBM = hopper::kWsBlockM, kBN = hopper::kWsBlockN, kBK = hopper::kBlockK;
@@ -60,25 +76,198 @@ constexpr int kStages = hopper::kWsStages;
 using Epilogue = hopper::TmaStoreEpilogue<Activation::none>;
 using Smem = hopper::PipelineSmem<kBM, kBN, kStages, Epilogue::kStagingElems>;
 
-// Copies k tile `kt` of output tile `t` of a product of layout L into `slot`.
+// Step 4's shared memory: a stage holds dZ's box,
+// P's box beside it, and B's: 64 KB, so 3 stages + the 32 KB staging buffer
+// fill the 227 KB a block may have.
+constexpr int kFusedStages = 3;  // <- 3 x 64 KB
+struct FusedSmem : hopper::EpilogueStaging<Epilogue::kStagingElems> {
+  static constexpr uint32_t kStageBytes = (2 * kBM * kBK + kBK * kBN) * sizeof(__half);
+  __half a[kFusedStages][kBM * kBK];    // dZ
+  __half aux[kFusedStages][kBM * kBK];  // P
+  __half b[kFusedStages][kBK * kBN];
+  uint64_t full[kFusedStages];
+  uint64_t empty[kFusedStages];
+};
+
+template <Activation kGrad>
+using SmemOf = std::conditional_t<kGrad == Activation::none, Smem, FusedSmem>;
+template <Activation kGrad>
+constexpr int kStagesOf = kGrad == Activation::none ? kStages : kFusedStages;
+
+// The box(es) of A for k tile `kt` of output tile `t`, into `dst` (BLOCK_M x 64
+// values): one (128, 64) box when K-major, two (64 k, 64 m) panels when M-major.
 template <class L>
-__device__ __forceinline__ void load_stage(Smem& s, int slot, const CUtensorMap* a_map, const CUtensorMap* b_map,
-                                           TileCoord t, int kt) {
+__device__ __forceinline__ void load_a(__half* dst, const CUtensorMap* a_map, TileCoord t, int kt, uint64_t* bar) {
   using namespace hopper;
-  mbarrier_arrive_expect_bytes(&s.full[slot], Smem::kStageBytes);  // the same bytes in either layout
   if constexpr (L::kA == Major::k) {
-    tma_load_2d(s.a[slot], a_map, t.m * kBM, kt * kBK, &s.full[slot]);  // (128 rows, 64 k)
+    tma_load_2d(dst, a_map, t.m * kBM, kt * kBK, bar);
   } else {
 #pragma unroll
-    for (int p = 0; p < kBM / kPanelCols; ++p)  // (64 k, 64 m) panels
-      tma_load_2d(s.a[slot] + p * 64 * kPanelCols, a_map, kt * kBK, t.m * kBM + p * kPanelCols, &s.full[slot]);
+    for (int p = 0; p < kBM / kPanelCols; ++p)
+      tma_load_2d(dst + p * 64 * kPanelCols, a_map, kt * kBK, t.m * kBM + p * kPanelCols, bar);
   }
+}
+
+// The box(es) of B: one (256, 64) box when K-major, four (64 k, 64 n) panels when N-major.
+template <class L>
+__device__ __forceinline__ void load_b(__half* dst, const CUtensorMap* b_map, TileCoord t, int kt, uint64_t* bar) {
+  using namespace hopper;
   if constexpr (L::kB == Major::k) {
-    tma_load_2d(s.b[slot], b_map, t.n * kBN, kt * kBK, &s.full[slot]);  // (256 rows, 64 k)
+    tma_load_2d(dst, b_map, t.n * kBN, kt * kBK, bar);
   } else {
 #pragma unroll
-    for (int p = 0; p < kBN / kPanelCols; ++p)  // (64 k, 64 n) panels
-      tma_load_2d(s.b[slot] + p * Smem::kBPanelElems, b_map, kt * kBK, t.n * kBN + p * kPanelCols, &s.full[slot]);
+    for (int p = 0; p < kBN / kPanelCols; ++p)
+      tma_load_2d(dst + p * 64 * kPanelCols, b_map, kt * kBK, t.n * kBN + p * kPanelCols, bar);
+  }
+}
+
+// Copies k tile `kt` of output tile `t` of a product of layout L into `slot`
+// (and step 4: P's box beside A's).
+template <class L, class S>
+__device__ __forceinline__ void load_stage(S& s, int slot, const CUtensorMap* a_map, const CUtensorMap* b_map,
+                                           const CUtensorMap* aux_map, TileCoord t, int kt) {
+  hopper::mbarrier_arrive_expect_bytes(&s.full[slot], S::kStageBytes);  // the same bytes in either layout
+  load_a<L>(s.a[slot], a_map, t, kt, &s.full[slot]);
+  if constexpr (std::is_same_v<S, FusedSmem>) load_a<L>(s.aux[slot], aux_map, t, kt, &s.full[slot]);
+  load_b<L>(s.b[slot], b_map, t, kt, &s.full[slot]);
+}
+
+// Step 4: one k stage of dP for one consumer, straight into the registers an
+// RS wgmma reads A from. ldmatrix (K-major A) or ldmatrix.trans (M-major A)
+// gives dZ's and P's 16 x 16 pieces in the A-fragment layout, and
+// dP = dZ * act'(P) is formed pair by pair (common/activation_half2.cuh). An
+// elementwise op does not care which way the lines run, so both products take
+// the same path. Lane l gives the address of row l % 8 of 8 x 8 matrix l / 8:
+// matrix i is rows 8 (i % 2) .. of the warp's 16 and k 8 (i / 2) .. of the
+// k16 step; its line and 16-byte chunk depend on the major, and the swizzle
+// moves chunk q of line r to q ^ (r % 8). With `sum` (dWᵀ's first tile
+// column, where A's rows are columns of dP) each thread also adds up its two
+// rows' values: db.
+template <class L, Activation kGrad>
+__device__ __forceinline__ void load_dp_fragments(uint32_t (&frag)[16], const __half* dz, const __half* p, bool sum,
+                                                  float (&sums)[2]) {
+  using namespace hopper;
+  const int lane = threadIdx.x % 32;
+  const int warp = (threadIdx.x % kWarpgroupThreads) / 32;
+  const int i = lane / 8;
+  const uint32_t dz_base = smem_u32(dz), p_base = smem_u32(p);
+#pragma unroll
+  for (int kk = 0; kk < kBK / kWgmmaK; ++kk) {
+    const int line = L::kA == Major::k ? 16 * warp + 8 * (i % 2) + lane % 8 : 16 * kk + 8 * (i / 2) + lane % 8;
+    const int chunk = L::kA == Major::k ? 2 * kk + i / 2 : 2 * warp + i % 2;
+    const uint32_t at = line * kSwizzleBytes + ((chunk ^ (lane % 8)) * 16);  // line % 8 == lane % 8
+    uint32_t g[4], x[4];
+    if constexpr (L::kA == Major::k) {
+      ldmatrix_x4(g, dz_base + at);
+      ldmatrix_x4(x, p_base + at);
+    } else {
+      ldmatrix_x4_trans(g, dz_base + at);
+      ldmatrix_x4_trans(x, p_base + at);
+    }
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      frag[4 * kk + r] = times_activation_grad_half2<kGrad>(g[r], x[r]);
+      if (sum) {
+        const float2 v = __half22float2(*reinterpret_cast<const __half2*>(&frag[4 * kk + r]));
+        sums[r % 2] += v.x + v.y;  // registers 0, 2: row l / 4; 1, 3: row l / 4 + 8
+      }
+    }
+  }
+}
+
+// Step 4's db: each thread's two rows (of dWᵀ: columns of dP), added up over
+// the 4 lanes that share them, in a fixed order, so db is the same bit for bit
+// on every run; no atomics, no second pass.
+__device__ __forceinline__ void write_db(float (&sums)[2], __half* db, int n, int row0) {
+  const int lane = threadIdx.x % 32;
+  const int warp = (threadIdx.x % hopper::kWarpgroupThreads) / 32;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    sums[r] += __shfl_xor_sync(0xffffffffu, sums[r], 1);
+    sums[r] += __shfl_xor_sync(0xffffffffu, sums[r], 2);
+  }
+  const int row = row0 + 16 * warp + lane / 4;
+  if (lane % 4 == 0) {
+    if (row < n) db[row] = __float2half_rn(sums[0]);
+    if (row + 8 < n) db[row + 8] = __float2half_rn(sums[1]);
+  }
+}
+
+// Step 4's k loop for one tile: form stage kt's dP fragments, issue its four
+// RS wgmmas, and wait for them before the registers are formed again. The
+// wait is not lifted to overlap the next stage's fragments with this stage's
+// multiplies: the compiler sees the fragments' last use at the wgmma and may
+// hand their registers to the next stage's while the tensor cores still read
+// them (tried: wrong products, and no faster). The two consumers still
+// overlap each other: one forms its fragments while the other's wgmmas run.
+template <class L, Activation kGrad, class S>
+__device__ __forceinline__ void fused_k_loop(S& s, float (&acc)[kBN / 2], int k_tiles, int consumer, int& slot,
+                                             uint32_t& phase, bool sum_db, float (&db_sums)[2]) {
+  using namespace hopper;
+  constexpr uint32_t kPanelBytes = 64 * kPanelCols * sizeof(__half);
+  const bool warp_leader = threadIdx.x % 32 == 0;
+  const int part = consumer * 64 * kPanelCols;  // this consumer's 64 lines of A (its rows, or its panel)
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    mbarrier_wait(&s.full[slot], phase);
+    uint32_t frag[16];
+    load_dp_fragments<L, kGrad>(frag, s.a[slot] + part, s.aux[slot] + part, sum_db, db_sums);
+    const uint32_t b_base = smem_u32(s.b[slot]);
+    uint64_t desc_b[kBK / kWgmmaK];  // all computed first: nothing is written between the wgmmas and the wait
+#pragma unroll
+    for (int kk = 0; kk < kBK / kWgmmaK; ++kk)
+      desc_b[kk] = L::kB == Major::k ? desc_k_major(b_base + kk * kWgmmaK * sizeof(__half))
+                                     : desc_mn_major(b_base + kk * 2 * kSwizzleAtomBytes, kPanelBytes);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBK / kWgmmaK; ++kk)
+      wgmma_m64n256k16_rs<L::kB>(acc, *reinterpret_cast<const uint32_t(*)[4]>(frag + 4 * kk), desc_b[kk],
+                                 kt > 0 || kk > 0);
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_accumulators(acc);
+    if (warp_leader) mbarrier_arrive(&s.empty[slot]);
+    if (++slot == kFusedStages) { slot = 0; phase ^= 1; }
+  }
+}
+
+// Stores 64 x 128 of one consumer's accumulator (rows row0.., columns col0..
+// of C) as its transpose: 128 lines of Cᵀ, 64 values each, two (64, 64) boxes
+// at rows col0 and col0 + 64, column row0 of the (n x m) matrix. The same
+// slices as lesson 04's store_64x128_via_smem, written by stmatrix.trans:
+// matrix (slice j, rows 8u..8u+7 of the warp's 16) becomes lines 8j .. 8j + 7,
+// chunk 2 warp + u.
+__device__ __forceinline__ void store_64x128_transposed(const float (&d)[64], __half* staging, const CUtensorMap* ct_map,
+                                                        int row0, int col0, int barrier_id) {
+  using namespace hopper;
+  constexpr int kBoxBytes = 64 * kSwizzleBytes;
+  constexpr int kSlices = kStoreCols / 8;
+  const int lane = threadIdx.x % 32;
+  const int warp = (threadIdx.x % kWarpgroupThreads) / 32;
+  const bool leader = threadIdx.x % kWarpgroupThreads == 0;
+  const uint32_t base = smem_u32(staging);
+  uint32_t packed[kSlices][2];
+#pragma unroll
+  for (int j = 0; j < kSlices; ++j) {
+    packed[j][0] = pack_half2(d[4 * j + 0], d[4 * j + 1]);
+    packed[j][1] = pack_half2(d[4 * j + 2], d[4 * j + 3]);
+  }
+  if (leader) tma_store_wait_read<0>();
+  warpgroup_barrier(barrier_id);
+  const int chunk = 2 * warp + (lane / 8) % 2;
+#pragma unroll
+  for (int j = 0; j < kSlices; j += 2) {
+    const int line = 8 * (j + lane / 16) + lane % 8;  // 0 .. 127
+    const uint32_t addr =
+        base + (line / 64) * kBoxBytes + (line % 64) * kSwizzleBytes + ((chunk ^ (line % 8)) * 16);
+    stmatrix_x4_trans(addr, packed[j][0], packed[j][1], packed[j + 1][0], packed[j + 1][1]);
+  }
+  fence_proxy_async_shared();
+  warpgroup_barrier(barrier_id);
+  if (leader) {
+#pragma unroll
+    for (int box = 0; box < kStoreCols / kPanelCols; ++box)
+      tma_store_2d(ct_map, reinterpret_cast<uint8_t*>(staging) + box * kBoxBytes, col0 + box * kPanelCols, row0);
+    tma_store_commit();
   }
 }
 
@@ -99,13 +288,20 @@ __device__ __forceinline__ void wgmma_stage(float (&acc)[kBN / 2], uint32_t a_ba
   }
 }
 
-template <class L0, class L1>
+// kGrad == none: steps 2 and 3, A and B as they are. Otherwise step 4: A is
+// dZ (with P beside it), and each consumer forms dP = dZ * act'(P) in the
+// registers its wgmmas read A from; the tiles of product 1's first tile
+// column also add up db.
+template <class L0, class L1, Activation kGrad = Activation::none>
 __global__ void __launch_bounds__(hopper::kWsThreads, 1)
     layout_gemm_kernel(const __grid_constant__ Products ps, TraceRecord* trace) {
 #if WB_WGMMA_DEVICE
   using namespace hopper;
+  constexpr bool kFused = kGrad != Activation::none;
+  constexpr int kS = kStagesOf<kGrad>;
+  using S = SmemOf<kGrad>;
   extern __shared__ uint8_t smem_raw[];
-  Smem& s = aligned_smem<Smem>(smem_raw);
+  S& s = aligned_smem<S>(smem_raw);
   const int total_units = ps.units[0] + ps.units[1];
   const int warpgroup = threadIdx.x / kWarpgroupThreads;
   // Unit u: product 0's tile u, or product 1's tile u - units[0], each in the grouped order.
@@ -120,8 +316,9 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
       if (ps.units[p] == 0) continue;
       tma_prefetch_descriptor(&ps.a[p]);
       tma_prefetch_descriptor(&ps.b[p]);
+      if constexpr (kFused) tma_prefetch_descriptor(&ps.aux[p]);
     }
-    for (int i = 0; i < kStages; ++i) {
+    for (int i = 0; i < kS; ++i) {
       mbarrier_init(&s.full[i], 1);
       mbarrier_init(&s.empty[i], kConsumers * 4);  // one arrival per consumer warp
     }
@@ -142,11 +339,11 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
         for (int kt = 0; kt < k_tiles; ++kt) {
           mbarrier_wait(&s.empty[slot], phase ^ 1);
           if (p == 0) {
-            load_stage<L0>(s, slot, &ps.a[0], &ps.b[0], tile, kt);
+            load_stage<L0>(s, slot, &ps.a[0], &ps.b[0], &ps.aux[0], tile, kt);
           } else {
-            load_stage<L1>(s, slot, &ps.a[1], &ps.b[1], tile, kt);
+            load_stage<L1>(s, slot, &ps.a[1], &ps.b[1], &ps.aux[1], tile, kt);
           }
-          if (++slot == kStages) { slot = 0; phase ^= 1; }
+          if (++slot == kS) { slot = 0; phase ^= 1; }
         }
       }
     }
@@ -164,26 +361,45 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
       int p;
       const TileCoord tile = locate(unit, p);
       const int k_tiles = ceil_div(ps.k[p], kBK);
-      int previous_slot = -1;
-      for (int kt = 0; kt < k_tiles; ++kt) {
-        mbarrier_wait(&s.full[slot], phase);
-        wgmma_fence();
+      const bool sum_db = kFused && p == 1 && tile.n == 0 && ps.db != nullptr;
+      float db_sums[2] = {0, 0};
+      if constexpr (kFused) {
         if (p == 0) {
-          wgmma_stage<L0>(acc, smem_u32(s.a[slot]), smem_u32(s.b[slot]), consumer, kt > 0);
+          fused_k_loop<L0, kGrad>(s, acc, k_tiles, consumer, slot, phase, sum_db, db_sums);
         } else {
-          wgmma_stage<L1>(acc, smem_u32(s.a[slot]), smem_u32(s.b[slot]), consumer, kt > 0);
+          fused_k_loop<L1, kGrad>(s, acc, k_tiles, consumer, slot, phase, sum_db, db_sums);
         }
-        wgmma_commit();
-        wgmma_wait<1>();
+      } else {
+        int previous_slot = -1;
+        for (int kt = 0; kt < k_tiles; ++kt) {
+          mbarrier_wait(&s.full[slot], phase);
+          wgmma_fence();
+          if (p == 0) {
+            wgmma_stage<L0>(acc, smem_u32(s.a[slot]), smem_u32(s.b[slot]), consumer, kt > 0);
+          } else {
+            wgmma_stage<L1>(acc, smem_u32(s.a[slot]), smem_u32(s.b[slot]), consumer, kt > 0);
+          }
+          wgmma_commit();
+          wgmma_wait<1>();
+          fence_accumulators(acc);
+          if (previous_slot >= 0 && warp_leader) mbarrier_arrive(&s.empty[previous_slot]);
+          previous_slot = slot;
+          if (++slot == kS) { slot = 0; phase ^= 1; }
+        }
+        wgmma_wait<0>();
         fence_accumulators(acc);
-        if (previous_slot >= 0 && warp_leader) mbarrier_arrive(&s.empty[previous_slot]);
-        previous_slot = slot;
-        if (++slot == kStages) { slot = 0; phase ^= 1; }
+        if (warp_leader) mbarrier_arrive(&s.empty[previous_slot]);
       }
-      wgmma_wait<0>();
-      fence_accumulators(acc);
-      if (warp_leader) mbarrier_arrive(&s.empty[previous_slot]);
-      epilogue.store(acc, nullptr, &ps.c[p], ps.m[p], ps.n[p], tile.m * kBM + 64 * consumer, tile.n * kBN, true);
+      const int row0 = tile.m * kBM + 64 * consumer, col0 = tile.n * kBN;
+      if (sum_db) write_db(db_sums, ps.db, ps.m[1], row0);
+      if ((p == 0 && L0::kStoreTransposed) || (p == 1 && L1::kStoreTransposed)) {
+#pragma unroll
+        for (int half = 0; half < kBN / kStoreCols; ++half)
+          store_64x128_transposed(*reinterpret_cast<const float(*)[64]>(acc + 64 * half), epilogue.staging, &ps.c[p],
+                                  row0, col0 + half * kStoreCols, 1 + consumer);
+      } else {
+        epilogue.store(acc, nullptr, &ps.c[p], ps.m[p], ps.n[p], row0, col0, true);
+      }
       if (trace != nullptr && threadIdx.x == kWarpgroupThreads) {
         const int stacked_row = ps.trace_first_row + tile.m + (p == 0 ? 0 : ps.tiles_m[0]);
         trace_write_record(trace, ps.trace_first_unit + unit, stacked_row, tile.n, 0, ps.k[p], t0);
@@ -216,7 +432,8 @@ inline void describe_product(Products& ps, int i, const ProductArgs& g) {
                               : make_tensor_map_2d(g.a, g.k, g.m, kBK, kPanelCols);
   ps.b[i] = L::kB == Major::k ? make_tensor_map_2d(g.b, g.n, g.k, kBN, kBK)
                               : make_tensor_map_2d(g.b, g.k, g.n, kBK, kPanelCols);
-  ps.c[i] = make_tensor_map_2d(g.c, g.m, g.n, 64, kPanelCols);
+  ps.c[i] = L::kStoreTransposed ? make_tensor_map_2d(g.c, g.n, g.m, 64, kPanelCols)  // c stored (n x m)
+                                 : make_tensor_map_2d(g.c, g.m, g.n, 64, kPanelCols);
   ps.m[i] = g.m;
   ps.n[i] = g.n;
   ps.k[i] = g.k;
@@ -225,16 +442,27 @@ inline void describe_product(Products& ps, int i, const ProductArgs& g) {
   ps.units[i] = ps.tiles_m[i] * ps.tiles_n[i];
 }
 
-inline int layout_gemm_smem_bytes() { return hopper::smem_bytes_for<Smem>(); }
+// Step 4: the product's A is dZ and `p` is P, in the same shape as A.
+template <class L>
+inline void describe_fused_product(Products& ps, int i, const ProductArgs& g, const __half* p) {
+  using namespace hopper;
+  describe_product<L>(ps, i, g);
+  ps.aux[i] = L::kA == Major::k ? make_tensor_map_2d(p, g.m, g.k, kBM, kBK) : make_tensor_map_2d(p, g.k, g.m, kBK, kPanelCols);
+}
 
-template <class L0, class L1>
+template <Activation kGrad = Activation::none>
+inline int layout_gemm_smem_bytes() {
+  return hopper::smem_bytes_for<SmemOf<kGrad>>();
+}
+
+template <class L0, class L1, Activation kGrad = Activation::none>
 inline int layout_gemm_resident() {
   static const int resident = [] {
-    constexpr auto kernel = layout_gemm_kernel<L0, L1>;
-    hopper::allow_large_smem(kernel, layout_gemm_smem_bytes());
+    constexpr auto kernel = layout_gemm_kernel<L0, L1, kGrad>;
+    const int smem = layout_gemm_smem_bytes<kGrad>();
+    hopper::allow_large_smem(kernel, smem);
     return hopper::sm_count() *
-           std::max(1, blocks_per_sm(reinterpret_cast<const void*>(kernel), hopper::kWsThreads,
-                                     layout_gemm_smem_bytes()));
+           std::max(1, blocks_per_sm(reinterpret_cast<const void*>(kernel), hopper::kWsThreads, smem));
   }();
   return resident;
 }
@@ -244,12 +472,12 @@ inline int layout_gemm_grid(const Products& ps, int resident) {
 }
 
 // Launches the products in `ps` (a second one when ps.units[1] > 0).
-template <class L0, class L1>
+template <class L0, class L1, Activation kGrad = Activation::none>
 inline void launch_layout_gemm(const Products& ps, TraceRecord* trace, cudaStream_t stream) {
-  constexpr auto kernel = layout_gemm_kernel<L0, L1>;
-  const int smem = layout_gemm_smem_bytes();
+  constexpr auto kernel = layout_gemm_kernel<L0, L1, kGrad>;
+  const int smem = layout_gemm_smem_bytes<kGrad>();
   hopper::allow_large_smem(kernel, smem);
-  const int grid = layout_gemm_grid(ps, layout_gemm_resident<L0, L1>());
+  const int grid = layout_gemm_grid(ps, layout_gemm_resident<L0, L1, kGrad>());
   kernel<<<grid, hopper::kWsThreads, smem, stream>>>(ps, trace);
   CUDA_CHECK_LAUNCH();
 }

@@ -121,6 +121,45 @@ __device__ __forceinline__ uint32_t gelu_poly_half2_bits(uint32_t bits) {
   return *reinterpret_cast<const uint32_t*>(&y);
 }
 
+// dZ * act'(x) on packed pairs, for lesson 05's fused backward, which forms
+// dP in the registers that feed the tensor cores and so recomputes act' for
+// every tile that reads an element: half2 keeps that off the critical path.
+//   relu  dZ where x > 0, else 0: a compare mask and an AND, exact
+//   gelu  0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 0.044715 x^2),
+//         t = tanh(sqrt(2/pi) (x + 0.044715 x^3)); x clamped to [-8, 8] first
+//         (act' is 0 and 1 beyond, to fp16's precision, and x^2 stays finite)
+//   silu  s (1 + x (1 - s)), s = sigmoid(x) = (1 + tanh(x / 2)) / 2
+// Accuracy: like activation_half2 (a few fp16 ulps, and about 1e-3 absolute
+// where 1 + t cancels); measured against the fp32 pass in docs/lessons/05_backward.md.
+template <Activation ACT>
+__device__ __forceinline__ uint32_t times_activation_grad_half2(uint32_t dz_bits, uint32_t x_bits) {
+  const __half2 x = *reinterpret_cast<const __half2*>(&x_bits);
+  const __half2 dz = *reinterpret_cast<const __half2*>(&dz_bits);
+  __half2 g;
+  if constexpr (ACT == Activation::relu) {
+    return dz_bits & __hgt2_mask(x, __float2half2_rn(0.0f));
+  } else if constexpr (ACT == Activation::gelu) {
+    const __half2 c0 = __float2half2_rn(0.7978845608028654f);  // sqrt(2/pi)
+    const __half2 c1 = __float2half2_rn(0.7978845608028654f * 0.044715f);
+    const __half2 c3 = __float2half2_rn(3.0f * 0.7978845608028654f * 0.044715f);
+    const __half2 half = __float2half2_rn(0.5f), one = __float2half2_rn(1.0f);
+    const __half2 xc = __hmax2_nan(__hmin2_nan(x, __float2half2_rn(8.0f)), __float2half2_rn(-8.0f));
+    const __half2 x2 = __hmul2(xc, xc);
+    const __half2 t = tanh_half2(__hmul2(xc, __hfma2(c1, x2, c0)));
+    const __half2 rise = __hfma2(t, half, half);  // 0.5 (1 + t)
+    const __half2 slope = __hmul2(__hmul2(xc, half), __hfma2(__hneg2(t), t, one));  // 0.5 x (1 - t^2)
+    g = __hfma2(slope, __hfma2(c3, x2, c0), rise);
+  } else if constexpr (ACT == Activation::silu) {
+    const __half2 half = __float2half2_rn(0.5f), one = __float2half2_rn(1.0f);
+    const __half2 sig = __hfma2(tanh_half2(__hmul2(x, half)), half, half);
+    g = __hfma2(__hmul2(x, sig), __hsub2(one, sig), sig);
+  } else {
+    return dz_bits;
+  }
+  const __half2 dp = __hmul2(dz, g);
+  return *reinterpret_cast<const uint32_t*>(&dp);
+}
+
 // Eight fp16 values (one 16-byte chunk).
 template <Activation ACT>
 __device__ __forceinline__ uint4 activation_x8(uint4 v) {

@@ -227,6 +227,19 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t smem_addr, uint32_t r0, uin
 #endif
 }
 
+// The same, each matrix stored transposed: register i of lane l then lands in
+// row 2 (l % 4) (and the next row) at column l / 4 of matrix i, so lanes
+// 8i .. 8i+7 give the addresses of the rows of matrix i's TRANSPOSE: an
+// accumulator tile written as its transpose, no shuffles needed.
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t smem_addr, uint32_t r0, uint32_t r1, uint32_t r2,
+                                                  uint32_t r3) {
+#if WB_HOPPER_DEVICE
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_addr), "r"(r0),
+               "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+#endif
+}
+
 // Copies the box at `smem_src` (laid out as the map's swizzle says) to the box
 // whose top-left element is (row, col) of the matrix.
 __device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* smem_src, int row, int col) {

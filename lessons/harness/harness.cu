@@ -517,6 +517,7 @@ int LessonRun::run() {
 
   for (Selected& s : selected_) {
     s.skip_reason = unsupported_reason(*s.variant, header_.gpu);
+    if (s.skip_reason.empty() && s.variant->skip) s.skip_reason = s.variant->skip(size_);
     if (s.skip_reason.empty() && s.variant->config) s.config = s.variant->config(size_);
     if (s.skip_reason.empty() && s.variant->note) {
       const std::string note = s.variant->note(size_);

@@ -77,6 +77,8 @@ struct Variant {
   std::function<double(const ProblemSize&)> bytes;            // DRAM bytes it must move at least; empty: the problem's
   std::string bytes_what;  // with `bytes`: what they count, for the report's GB/s line ("" : the problem's bytes)
   std::function<std::string(const ProblemSize&)> note;        // e.g. "falls back to lesson 03: ..."; "": none
+  // Why the variant does not apply to this size (reported as skipped); "": it does.
+  std::function<std::string(const ProblemSize&)> skip;
   // What a model predicts for this variant on this GPU, printed under the report.
   std::function<std::string(const ProblemSize&, const KernelConfig&, const GpuInfo&)> model;
 };
