@@ -2,7 +2,7 @@
 # The full GPU check, for a machine with an NVIDIA GPU (H100/H200 for the
 # headline numbers). Stages run in order; each can also run alone:
 #
-#   scripts/gpu-check.sh                      build tests sanitize lessons ncu compare
+#   scripts/gpu-check.sh                      build tests sanitize lessons ncu compare backward
 #   scripts/gpu-check.sh lessons compare      only those stages (needs a build)
 #
 #   build     configure and build with ninja (the viewer's UI only where ImGui and GLFW are found)
@@ -15,6 +15,10 @@
 #             orders at 4096 x 65536 x 4096;
 #             lesson 04's target variants at 2048, 4096 and 8192 (45 rounds, 900 launches each), Stream-K
 #             where the last wave is mostly empty
+#   backward  lesson 05's targets: relu and gelu layers at 4096^3, 8192^3 and the Llama-3-8B MLP shapes;
+#             each product alone at 4096^3 and 8192^3
+# On a device that runs one command for at most 10 minutes: "build tests lessons", "build sanitize
+# ncu compare" and "build backward", one call each.
 #
 # WORKBOOK_COMMIT names the commit (a copy of the tree has no .git of its own, or the wrong one).
 # Leaves under $OUT (default ./gpu-check-out): summary.txt and gpu-check.tar.gz
@@ -191,33 +195,38 @@ stage_compare() {
           --json "$work/results/lesson04_hopper-streamk-${1}x${2}x${3}.json" || rc=1
     done
   fi
+  return $rc
+}
+
+# Lesson 05's targets (a stage of its own: with compare it would pass the device's 10 minutes).
+stage_backward() {
+  local rc=0 shape act size part
+  have lesson05_backward || { echo "lesson05_backward: not built"; return 0; }
   # Lesson 05's targets: the backward of relu and gelu layers at 4096^3, 8192^3 and the Llama-3-8B
   # MLP's up (K 4096, N 14336) and down (K 14336, N 4096) projections, 4096 tokens.
-  if have lesson05_backward; then
-    for shape in "4096 4096 4096" "8192 8192 8192" "4096 14336 4096" "4096 4096 14336"; do
-      set -- $shape
-      for act in relu gelu; do
-        echo "-- lesson05_backward $act at ${1}x${2}x${3}"
-        "$bin/lesson05_backward" --act $act --rounds 9 --m $1 --n $2 --k $3 \
-            --json "$work/results/lesson05_backward-$act-${1}x${2}x${3}.json" || rc=1
-      done
+  for shape in "4096 4096 4096" "8192 8192 8192" "4096 14336 4096" "4096 4096 14336"; do
+    set -- $shape
+    for act in relu gelu; do
+      echo "-- lesson05_backward $act at ${1}x${2}x${3}"
+      "$bin/lesson05_backward" --act $act --rounds 9 --m $1 --n $2 --k $3 \
+          --json "$work/results/lesson05_backward-$act-${1}x${2}x${3}.json" || rc=1
     done
-    # Each product alone, given dP, against cuBLAS's same-layout GEMM.
-    for size in 4096 8192; do
-      for part in dx dw; do
-        echo "-- lesson05_backward --part $part at ${size}^3"
-        "$bin/lesson05_backward" --part $part --rounds 9 --m $size --n $size --k $size \
-            --json "$work/results/lesson05_backward-$part-${size}.json" || rc=1
-      done
+  done
+  # Each product alone, given dP, against cuBLAS's same-layout GEMM.
+  for size in 4096 8192; do
+    for part in dx dw; do
+      echo "-- lesson05_backward --part $part at ${size}^3"
+      "$bin/lesson05_backward" --part $part --rounds 9 --m $size --n $size --k $size \
+          --json "$work/results/lesson05_backward-$part-${size}.json" || rc=1
     done
-  fi
+  done
   return $rc
 }
 
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(build tests sanitize lessons ncu compare)
+[ ${#stages[@]} -gt 0 ] || stages=(build tests sanitize lessons ncu compare backward)
 for s in "${stages[@]}"; do
-  declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons ncu compare)"; exit 2; }
+  declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons ncu compare backward)"; exit 2; }
 done
 {
   echo "matmul-workbook GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${WORKBOOK_COMMIT:-$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}"
