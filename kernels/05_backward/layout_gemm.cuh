@@ -94,31 +94,24 @@ using SmemOf = std::conditional_t<kGrad == Activation::none, Smem, FusedSmem>;
 template <Activation kGrad>
 constexpr int kStagesOf = kGrad == Activation::none ? kStages : kFusedStages;
 
-// The box(es) of A for k tile `kt` of output tile `t`, into `dst` (BLOCK_M x 64
-// values): one (128, 64) box when K-major, two (64 k, 64 m) panels when M-major.
-template <class L>
-__device__ __forceinline__ void load_a(__half* dst, const CUtensorMap* a_map, TileCoord t, int kt, uint64_t* bar) {
+// One operand's rows row0 .. row0 + kRows - 1 for k tile `kt`, into `dst`
+// (kRows x 64 values): one (kRows, 64) box when K-major, kRows / 64 panels of
+// (64 k, 64 rows) when M- or N-major. A has kRows = 128 (t.m), B 256 (t.n).
+template <Major kMajor, int kRows>
+__device__ __forceinline__ void load_operand(__half* dst, const CUtensorMap* map, int row0, int kt, uint64_t* bar) {
   using namespace hopper;
-  if constexpr (L::kA == Major::k) {
-    tma_load_2d(dst, a_map, t.m * kBM, kt * kBK, bar);
+  if constexpr (kMajor == Major::k) {
+    tma_load_2d(dst, map, row0, kt * kBK, bar);
   } else {
 #pragma unroll
-    for (int p = 0; p < kBM / kPanelCols; ++p)
-      tma_load_2d(dst + p * 64 * kPanelCols, a_map, kt * kBK, t.m * kBM + p * kPanelCols, bar);
+    for (int p = 0; p < kRows / kPanelCols; ++p)
+      tma_load_2d(dst + p * 64 * kPanelCols, map, kt * kBK, row0 + p * kPanelCols, bar);
   }
 }
 
-// The box(es) of B: one (256, 64) box when K-major, four (64 k, 64 n) panels when N-major.
 template <class L>
-__device__ __forceinline__ void load_b(__half* dst, const CUtensorMap* b_map, TileCoord t, int kt, uint64_t* bar) {
-  using namespace hopper;
-  if constexpr (L::kB == Major::k) {
-    tma_load_2d(dst, b_map, t.n * kBN, kt * kBK, bar);
-  } else {
-#pragma unroll
-    for (int p = 0; p < kBN / kPanelCols; ++p)
-      tma_load_2d(dst + p * 64 * kPanelCols, b_map, kt * kBK, t.n * kBN + p * kPanelCols, bar);
-  }
+__device__ __forceinline__ void load_a(__half* dst, const CUtensorMap* a_map, TileCoord t, int kt, uint64_t* bar) {
+  load_operand<L::kA, kBM>(dst, a_map, t.m * kBM, kt, bar);
 }
 
 // Copies k tile `kt` of output tile `t` of a product of layout L into `slot`
@@ -129,7 +122,7 @@ __device__ __forceinline__ void load_stage(S& s, int slot, const CUtensorMap* a_
   hopper::mbarrier_arrive_expect_bytes(&s.full[slot], S::kStageBytes);  // the same bytes in either layout
   load_a<L>(s.a[slot], a_map, t, kt, &s.full[slot]);
   if constexpr (std::is_same_v<S, FusedSmem>) load_a<L>(s.aux[slot], aux_map, t, kt, &s.full[slot]);
-  load_b<L>(s.b[slot], b_map, t, kt, &s.full[slot]);
+  load_operand<L::kB, kBN>(s.b[slot], b_map, t.n * kBN, kt, &s.full[slot]);
 }
 
 // Step 4: one k stage of dP for one consumer, straight into the registers an
