@@ -2,13 +2,14 @@
 # The full GPU check, for a machine with an NVIDIA GPU (H100/H200 for the
 # headline numbers). Stages run in order; each can also run alone:
 #
-#   scripts/gpu-check.sh                      build tests sanitize lessons ncu compare backward
+#   scripts/gpu-check.sh                      build tests sanitize lessons ncu compare backward splitk
 #   scripts/gpu-check.sh lessons compare      only those stages (needs a build)
 #
 #   build     configure and build with ninja (the viewer's UI only where ImGui and GLFW are found)
 #   tests     CPU tests, GPU tests (every variant vs cuBLAS and fp64; traces), the viewer's model
 #             and its "run on this GPU" test
-#   sanitize  compute-sanitizer memcheck and racecheck on small shapes, every lesson
+#   sanitize  compute-sanitizer memcheck and racecheck on small shapes, every lesson (lesson 06: synccheck
+#             too, and skinny shapes whose blocks wait on each other)
 #   lessons   every lesson at 4096^3 with results JSON; traces of chosen variants
 #   ncu       lesson 03's orders under Nsight Compute (DRAM bytes, L2 hit rate) beside the L2 model
 #   compare   workbook compare at the headline square shapes; lessons 03/04 at 1024 and 8192; lesson 03's
@@ -17,8 +18,10 @@
 #             where the last wave is mostly empty
 #   backward  lesson 05's targets: relu and gelu layers at 4096^3, 8192^3 and the Llama-3-8B MLP shapes;
 #             each product alone at 4096^3 and 8192^3
+#   splitk    lesson 06's targets: M = 1 and 16 at N = K = 4096, 8192, 16384 and the Llama-3-8B decode
+#             projections; M from 1 to 64 at N = K = 4096 and 8192 (where data-parallel wins again)
 # On a device that runs one command for at most 10 minutes: "build tests lessons", "build sanitize
-# ncu compare" and "build backward", one call each.
+# ncu compare", "build backward" and "build splitk", one call each.
 #
 # WORKBOOK_COMMIT names the commit (a copy of the tree has no .git of its own, or the wrong one).
 # Leaves under $OUT (default ./gpu-check-out): summary.txt and gpu-check.tar.gz
@@ -79,10 +82,14 @@ stage_sanitize() {
   command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found"; return 1; }
   for l in $(lesson_ids); do
     have "$l" || continue
-    for tool in memcheck racecheck; do
-      # Small shapes with tails; lesson 04 also at 144 tiles, where Stream-K splits 12 of them 4 ways.
+    local tools=(memcheck racecheck)
+    [ "$l" = lesson06_splitk ] && tools+=(synccheck)
+    for tool in "${tools[@]}"; do
+      # Small shapes with tails; lesson 04 also at 144 tiles, where Stream-K splits 12 of them 4 ways;
+      # lesson 06 at skinny shapes, split 12 and more (semaphores, Stream-K owners waiting).
       local shapes=("130 136 72")
       [ "$l" = lesson04_hopper ] && shapes+=("1100 4000 200")
+      [ "$l" = lesson06_splitk ] && shapes+=("1 4104 1000" "17 1000 2056")
       if (for shape in "${shapes[@]}"; do
             set -- $shape
             compute-sanitizer --tool "$tool" --error-exitcode 99 \
@@ -131,6 +138,14 @@ stage_lessons() {
   trace lesson05_backward fused || rc=1
   if have lesson05_backward; then
     "$bin/lesson05_backward" --act gelu --json "$work/results/lesson05_backward-gelu.json" || rc=1
+  fi
+  # Lesson 06 at M = 1, N = K = 4096: the idle SMs of the data-parallel grid, and the k ranges of
+  # each way of splitting.
+  if have lesson06_splitk; then
+    for v in data_parallel small_tiles atomic serial streamk streaming; do
+      "$bin/lesson06_splitk" --variant $v --reps 9 --rounds 3 --m 1 --n 4096 --k 4096 \
+          --trace "$work/traces/lesson06_splitk.$v.json.gz" || rc=1
+    done
   fi
   # Step 5 against Stream-K and step 9 where the last wave is 18% full: the idle SMs, the shared
   # run, and 96 blocks of 3 tiles.
@@ -223,10 +238,34 @@ stage_backward() {
   return $rc
 }
 
+# Lesson 06's targets: M = 1 and 16 at N = K = 4096, 8192, 16384 (>= 1.2x, 1.1x, 0.98x cuBLAS; >= 85%
+# of the copy at 16384) and at the Llama-3-8B decode projections (N x K); then M from 1 to 64 at
+# N = K = 4096 and 8192, for the M where the data-parallel grid wins again.
+stage_splitk() {
+  local rc=0 m nk
+  have lesson06_splitk || { echo "lesson06_splitk: not built"; return 0; }
+  for m in 1 16; do
+    for nk in "4096 4096" "8192 8192" "16384 16384" "6144 4096" "14336 4096" "4096 14336"; do
+      set -- $nk
+      echo "-- lesson06_splitk at ${m}x${1}x${2}"
+      "$bin/lesson06_splitk" --rounds 9 --reps 270 --m $m --n $1 --k $2 \
+          --json "$work/results/lesson06_splitk-${m}x${1}x${2}.json" || rc=1
+    done
+  done
+  for nk in 4096 8192; do
+    for m in 2 4 8 32 48 64; do
+      echo "-- lesson06_splitk at ${m}x${nk}x${nk}"
+      "$bin/lesson06_splitk" --rounds 5 --reps 100 --m $m --n $nk --k $nk \
+          --json "$work/results/lesson06_splitk-${m}x${nk}x${nk}.json" || rc=1
+    done
+  done
+  return $rc
+}
+
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(build tests sanitize lessons ncu compare backward)
+[ ${#stages[@]} -gt 0 ] || stages=(build tests sanitize lessons ncu compare backward splitk)
 for s in "${stages[@]}"; do
-  declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons ncu compare backward)"; exit 2; }
+  declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons ncu compare backward splitk)"; exit 2; }
 done
 {
   echo "matmul-workbook GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${WORKBOOK_COMMIT:-$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}"
@@ -250,6 +289,10 @@ fi
 if [ -f "$work/logs/compare.log" ]; then
   say ""; say "== compare (stage compare)"
   grep -vE "^running " "$work/logs/compare.log" | grep -vE "^  (idea|new|faster|look)" >> "$summary"
+fi
+if [ -f "$work/logs/splitk.log" ]; then
+  say ""; say "== lesson 06 targets (stage splitk)"
+  grep -E "^-- lesson06|^fastest here|^note:|FAIL" "$work/logs/splitk.log" >> "$summary"
 fi
 say ""; say "gpu-check: $([ $failed -eq 0 ] && echo PASSED || echo FAILED) (stages: ${stages[*]})"
 tar czf "$out/gpu-check.tar.gz" -C "$out" gpu-check && rm -rf "$work"

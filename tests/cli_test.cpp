@@ -195,6 +195,20 @@ TEST(ProblemParams, Lesson05ActivationIsOneOfThree) {
   EXPECT_NE(help.out.find("relu, gelu, silu"), std::string::npos) << help.out;
 }
 
+// Lesson 06's --split-k is a whole number from 0 (the wave model's choice) up.
+TEST(ProblemParams, Lesson06SplitKIsAWholeNumber) {
+  if (!have("lesson06_splitk")) GTEST_SKIP() << "lesson06_splitk is not in this build (no CUDA)";
+  for (const char* args : {"--split-k -1", "--split-k x", "--split-k ''", "--split-k 2.5", "--split-k 1e9"}) {
+    const Ran r = run(std::string("lesson06_splitk ") + args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
+    EXPECT_EQ(lines(r.out), 1) << args << ": " << r.out;
+    EXPECT_NE(r.out.find("--split-k"), std::string::npos) << args << ": " << r.out;
+  }
+  const Ran help = run("lesson06_splitk --help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("wave model"), std::string::npos) << help.out;
+}
+
 // --ncu is checked before any GPU work: without Nsight Compute it is one line and exit 2.
 TEST(LessonNcu, WithoutNsightComputeIsAUsageError) {
   if (!have("lesson03_grouped")) GTEST_SKIP() << "lesson03_grouped is not in this build (no CUDA)";

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -271,6 +272,67 @@ TEST(Backward, TracesStackBothProducts) {
   EXPECT_EQ(traces, 4) << r.out;  // notebook, tma_layouts, one_launch, fused
   fs::remove_all(base.parent_path());
 }
+
+// Lesson 06 at M in {1, 3, 16, 17, 64}: tails in N and K (neither a multiple of
+// its tile), N and K that are not multiples of 8, K shorter than the split asked
+// for. Every variant passes; every one but the atomic one gives the same bits
+// twice; the split recorded is the one the kernel ran.
+struct SplitKCase {
+  Shape s;
+  int split;  // --split-k (0: the wave model's)
+};
+void PrintTo(const SplitKCase& c, std::ostream* os) {
+  PrintTo(c.s, os);
+  *os << " split " << c.split;
+}
+class SplitK : public ::testing::TestWithParam<SplitKCase> {};
+
+TEST_P(SplitK, EveryVariantMatchesAndOnlyAtomicsDiffer) {
+  const SplitKCase& c = GetParam();
+  if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
+  if (!built("lesson06_splitk")) GTEST_SKIP() << "lesson06_splitk is not in this build";
+  const fs::path json = scratch("lesson06.json");
+  const Ran r = run("lesson06_splitk --m " + std::to_string(c.s.m) + " --n " + std::to_string(c.s.n) + " --k " +
+                    std::to_string(c.s.k) + " --split-k " + std::to_string(c.split) +
+                    " --reps 1 --rounds 1 --seed 11 --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Results res = read_results(json.string());
+  int ran = 0;
+  for (const VariantResult& v : res.variants) {
+    if (v.reference) continue;
+    if (v.skipped) {
+      EXPECT_EQ(v.name, "streaming") << v.skip_reason;
+      EXPECT_TRUE(c.s.m > 8 || c.s.n % 8 != 0 || c.s.k % 8 != 0) << "streaming skipped: " << v.skip_reason;
+      continue;
+    }
+    ++ran;
+    EXPECT_TRUE(v.passed) << v.name << ": rel_err " << v.rel_err << " (cuBLAS), " << v.rel_err_fp64 << " (fp64)";
+    EXPECT_LT(v.rel_err_fp64, 5e-3) << v.name;
+    ASSERT_GE(v.bitwise_diffs, 0) << v.name << ": not run twice";
+    if (v.name != "atomic") EXPECT_EQ(v.bitwise_diffs, 0) << v.name << " is meant to be deterministic";
+    EXPECT_GE(v.split_k, 1) << v.name;
+    if (c.split > 0 && (v.name == "atomic" || v.name == "workspace" || v.name == "serial")) {
+      const int k_tiles = ceil_div(c.s.k, 64);
+      EXPECT_EQ(v.split_k, std::min(c.split, k_tiles)) << v.name << ": the split asked for, clamped to the k tiles";
+    }
+  }
+  EXPECT_GE(ran, 6) << r.out;
+  if (c.split > ceil_div(c.s.k, 64)) EXPECT_NE(r.out.find("clamped"), std::string::npos) << r.out;
+  fs::remove(json);
+}
+
+const SplitKCase kSplitKCases[] = {
+    {{1, 4104, 4100}, 0},  {{3, 1000, 4104}, 0}, {{16, 4096, 4096}, 0}, {{17, 1000, 2056}, 0},
+    {{64, 4104, 1000}, 0}, {{1, 257, 129}, 0},   {{16, 130, 4097}, 0},  {{3, 512, 100}, 8},
+    {{16, 4096, 4096}, 5}, {{64, 512, 3000}, 47},
+};
+
+INSTANTIATE_TEST_SUITE_P(Lesson06, SplitK, ::testing::ValuesIn(kSplitKCases),
+                         [](const ::testing::TestParamInfo<SplitKCase>& info) {
+                           const SplitKCase& c = info.param;
+                           return std::to_string(c.s.m) + "x" + std::to_string(c.s.n) + "x" + std::to_string(c.s.k) +
+                                  "_split" + std::to_string(c.split);
+                         });
 
 // The harness itself, on a problem with two outputs (C fp16, S fp32), a
 // column-major operand, int32 indices, a workspace and an atomic output zeroed

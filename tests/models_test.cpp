@@ -83,6 +83,23 @@ TEST(WaveModel, QuantizationMatchesHandCounts) {
   EXPECT_NEAR(r.efficiency, 128.0 / 264, 1e-12);
 }
 
+TEST(WaveModel, SplitKFillsOneWave) {
+  EXPECT_EQ(split_k_for_waves(32, 64, 396), 12);    // N = K = 4096, 16 x 128 tiles, 3 blocks per SM
+  EXPECT_EQ(split_k_for_waves(128, 256, 396), 3);   // N = K = 16384
+  EXPECT_EQ(split_k_for_waves(512, 64, 396), 1);    // the tiles fill a wave on their own
+  EXPECT_EQ(split_k_for_waves(396, 64, 396), 1);
+  EXPECT_EQ(split_k_for_waves(1, 5, 396), 5);       // at most one k tile per split
+  EXPECT_EQ(split_k_for_waves(1, 1, 396), 1);
+  for (int64_t tiles = 1; tiles <= 300; ++tiles)
+    for (int k_tiles = 1; k_tiles <= 40; ++k_tiles) {
+      const int s = split_k_for_waves(tiles, k_tiles, 264);
+      ASSERT_GE(s, 1);
+      ASSERT_LE(s, k_tiles);
+      if (s > 1) ASSERT_LE(tiles * s, 264) << "one wave";
+      if (s < k_tiles && tiles * (s + 1) <= 264) FAIL() << "a larger split still fits one wave";
+    }
+}
+
 TEST(WaveModel, EvenWaveBlocksKeepTheWavesAndEvenTheLoad) {
   EXPECT_EQ(even_wave_blocks(512, 132), 128);   // 4096^3 in 128 x 256 tiles: 4 tiles per block
   EXPECT_EQ(even_wave_blocks(2048, 132), 128);  // 8192^3: 16 each

@@ -32,15 +32,21 @@ Walked walk_all(const StreamKPlan& p, bool numbered) {
   return w;
 }
 
-void check_plan(int tiles, int k_iters, int workers) {
-  const StreamKPlan p = stream_k_plan(tiles, k_iters, workers);
+// all_shared: lesson 06's plan, every tile shared; otherwise lesson 04's, the last wave's.
+void check_plan(int tiles, int k_iters, int workers, bool all_shared = false) {
+  const StreamKPlan p =
+      all_shared ? stream_k_plan_all(tiles, k_iters, workers) : stream_k_plan(tiles, k_iters, workers);
   const std::string where = "tiles " + std::to_string(tiles) + " k_iters " + std::to_string(k_iters) + " workers " +
-                            std::to_string(workers);
+                            std::to_string(workers) + (all_shared ? " (all shared)" : "");
   ASSERT_GE(p.sk_tiles, 0) << where;
-  ASSERT_LT(p.sk_tiles, workers) << where;
-  const bool share = tiles > workers && k_iters >= 2 && 2 * (tiles % workers) <= workers;
-  ASSERT_EQ(p.sk_tiles, share ? tiles % workers : 0) << where;
-  if (share) ASSERT_EQ(p.first_shared() % workers, 0) << where << ": whole tiles come in full waves";
+  if (all_shared) {
+    ASSERT_EQ(p.sk_tiles, tiles) << where;
+  } else {
+    ASSERT_LT(p.sk_tiles, workers) << where;
+    const bool share = tiles > workers && k_iters >= 2 && 2 * (tiles % workers) <= workers;
+    ASSERT_EQ(p.sk_tiles, share ? tiles % workers : 0) << where;
+    if (share) ASSERT_EQ(p.first_shared() % workers, 0) << where << ": whole tiles come in full waves";
+  }
 
   const Walked w = walk_all(p, true);
   std::vector<int> covered(size_t(tiles) * k_iters, 0);
@@ -103,6 +109,20 @@ TEST(StreamK, EveryKTileOnceAndContributorsMatchUpTo40Tiles) {
   for (int workers = 1; workers <= 20; ++workers)
     for (int tiles = 1; tiles <= 40; ++tiles)
       for (int k_iters = 1; k_iters <= 9; ++k_iters) check_plan(tiles, k_iters, workers);
+}
+
+TEST(StreamK, EveryTileSharedUpTo40Tiles) {
+  for (int workers = 1; workers <= 20; ++workers)
+    for (int tiles = 1; tiles <= 40; ++tiles)
+      for (int k_iters = 1; k_iters <= 9; ++k_iters) check_plan(tiles, k_iters, workers, true);
+}
+
+TEST(StreamK, SkinnyShapesOnAnH100AllShared) {
+  // Lesson 06: 16 x 128 tiles, 64-wide k tiles, 3 workers per SM on 132 SMs.
+  check_plan(32, 64, 396, true);    // N = K = 4096: about 12 workers per tile
+  check_plan(128, 256, 396, true);  // N = K = 16384
+  check_plan(112, 64, 396, true);   // N = 14336, K = 4096
+  check_plan(1, 3, 396, true);      // more workers than k tiles: most get nothing
 }
 
 TEST(StreamK, ShapesOnAnH100) {

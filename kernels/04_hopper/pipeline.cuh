@@ -191,13 +191,6 @@ inline void allow_large_smem(Kernel kernel, int smem_bytes) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
 }
 
-inline int sm_count() {
-  int device = 0, sms = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms;
-}
-
 // Calls f(std::integral_constant<Activation, act>{}): the run-time activation
 // as a template argument, so each kernel is compiled once per activation.
 template <class F>

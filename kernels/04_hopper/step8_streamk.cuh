@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "04_hopper/step5_tma_store.cuh"
+#include "common/sync.cuh"
 #include "schedule/stream_k.hpp"
 
 namespace wb::hopper {
@@ -40,20 +41,6 @@ namespace wb::hopper {
 // workspace is the harness's, zeroed once. Waiting on another block is safe
 // here because every block of the grid is resident at once (grid = SMs x
 // blocks per SM).
-
-__device__ __forceinline__ void store_release_gpu(uint32_t* flag, uint32_t value) {
-#if defined(__CUDA_ARCH__)
-  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(flag), "r"(value) : "memory");
-#endif
-}
-
-__device__ __forceinline__ uint32_t load_acquire_gpu(const uint32_t* flag) {
-  uint32_t value = 0;
-#if defined(__CUDA_ARCH__)
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(value) : "l"(flag) : "memory");
-#endif
-  return value;
-}
 
 constexpr int kPartialFloat4s = 64 * kWsBlockN / 4;  // one consumer's (64, 256) fp32 partial
 

@@ -454,7 +454,7 @@ inline int layout_gemm_resident() {
     constexpr auto kernel = layout_gemm_kernel<L0, L1, kGrad>;
     const int smem = layout_gemm_smem_bytes<kGrad>();
     hopper::allow_large_smem(kernel, smem);
-    return hopper::sm_count() *
+    return sm_count() *
            std::max(1, blocks_per_sm(reinterpret_cast<const void*>(kernel), hopper::kWsThreads, smem));
   }();
   return resident;

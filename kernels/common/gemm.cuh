@@ -41,6 +41,14 @@ inline int blocks_per_sm(const void* kernel, int threads, int smem_bytes) {
   return blocks;
 }
 
+// Streaming multiprocessors of the current device.
+inline int sm_count() {
+  int device = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
 // A KernelConfig for a data-parallel launch of one block per output tile.
 inline KernelConfig tile_grid_config(const GemmShape& s, int block_m, int block_n, int block_k, int threads,
                                      const void* kernel, int smem_bytes = 0, int stages = 1) {

@@ -34,6 +34,17 @@ inline WaveResult wave_quantization(const WaveInput& in) {
   return r;
 }
 
+// The split factor the wave model picks: the largest S (at most one k tile
+// per split) whose tiles x S units still fit in one wave of `slots` resident
+// blocks; 1 when the tiles fill a wave on their own. One wave, as full as the
+// tiles allow, with every block's k range as long as it can be.
+// 32 tiles (N = 4096 in 128-wide tiles) on 396 slots: S = 12, 384 units.
+inline int split_k_for_waves(int64_t tiles, int k_tiles, int64_t slots) {
+  if (tiles < 1 || slots <= tiles || k_tiles <= 1) return 1;
+  const int64_t s = slots / tiles;
+  return int(s < k_tiles ? s : k_tiles);
+}
+
 // The fewest blocks of a persistent grid that still take as many waves as
 // `slots` blocks would: ceil(units / waves). Each block then gets the same
 // number of units, give or take one, and slots - blocks SMs stay idle for the

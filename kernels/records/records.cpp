@@ -236,6 +236,8 @@ std::string results_to_json(const Results& r) {
                     {"passed", v.passed},
                     {"vs_cublas", v.vs_cublas}});
       if (!v.bytes_what.empty()) e["bytes_what"] = v.bytes_what;
+      if (v.split_k > 0) e["split_k"] = v.split_k;
+      if (v.bitwise_diffs >= 0) e["bitwise_diffs"] = v.bitwise_diffs;
       if (!v.outputs.empty()) {
         json outs = json::array();
         for (const OutputCheck& o : v.outputs)
@@ -308,6 +310,12 @@ Results results_from_value(const json& j) {
       v.passed = get_bool(e, "passed", w);
       v.vs_cublas = get_number(e, "vs_cublas", w);
       if (e.contains("bytes_what")) v.bytes_what = get_string(e, "bytes_what", w);
+      if (e.contains("split_k")) {
+        const int64_t s = get_nonneg(e, "split_k", w);
+        if (s < 1 || s > (int64_t(1) << 30)) throw RecordError(w + ".split_k: must be from 1 to 2^30");
+        v.split_k = int(s);
+      }
+      if (e.contains("bitwise_diffs")) v.bitwise_diffs = get_nonneg(e, "bitwise_diffs", w);
       if (e.contains("outputs")) {
         const json& outs = e["outputs"];
         if (!outs.is_array()) throw RecordError(w + ".outputs: expected an array");

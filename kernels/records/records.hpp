@@ -94,6 +94,8 @@ struct VariantResult {
   bool checked = true;          // false with --no-check
   bool passed = false;
   double vs_cublas = 0;         // the reference's median / this median, same run
+  int split_k = 0;              // k ranges per output tile it ran with (0: not recorded)
+  int64_t bitwise_diffs = -1;   // output elements that differed bitwise between two runs (-1: not measured)
   std::vector<OutputCheck> outputs;  // per output (empty in files written before they were kept)
 };
 

@@ -62,6 +62,19 @@ WB_HD StreamKPlan stream_k_plan(int tiles, int k_iters, int workers) {
   return p;
 }
 
+// Every tile shared along K: for skinny products (lesson 06), whose few tiles
+// leave most of the SMs idle in a data-parallel grid. Each worker takes an
+// equal run of the tiles x k_iters iterations, a fraction of a tile when the
+// workers outnumber the tiles.
+WB_HD StreamKPlan stream_k_plan_all(int tiles, int k_iters, int workers) {
+  StreamKPlan p;
+  p.tiles = tiles;
+  p.k_iters = k_iters;
+  p.workers = workers;
+  p.sk_tiles = tiles;
+  return p;
+}
+
 // Worker w takes iterations [stream_k_begin(w), stream_k_begin(w + 1)) of the
 // shared run (iteration i is k tile i % k_iters of tile first_shared() + i / k_iters).
 WB_HD int64_t stream_k_begin(const StreamKPlan& p, int worker) {

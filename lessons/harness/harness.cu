@@ -355,8 +355,10 @@ void LessonRun::verify(size_t i, VariantResult& out) {
     return;
   }
   out.passed = true;
+  std::vector<HostTensor> first_run;
   for (size_t o = 0; o < output_specs_.size(); ++o) {
     const HostTensor got = to_host(output_specs_[o], outputs_[o].get());
+    if (lesson_.repeat_check) first_run.push_back(got);
     const OutputVerdict verdict =
         check_output(got, reference_host_[o], v.activation, fp64_rows_[o], fp64_values_[o], problem_.tolerance);
     out.outputs.push_back(verdict.check);
@@ -369,6 +371,21 @@ void LessonRun::verify(size_t i, VariantResult& out) {
       out.passed = false;
       std::fprintf(stderr, "%s: variant %s FAILED on %s\n", lesson_.info.id.c_str(), v.name.c_str(),
                    describe_failure(verdict, problem_.reference.label).c_str());
+    }
+  }
+  if (lesson_.repeat_check) {
+    // The same launch again, on the same inputs: does it give the same bits?
+    poison(outputs_);
+    if (v.prepare) v.prepare(b, stream_.s);
+    v.launch(b, stream_.s);
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaStreamSynchronize(stream_.s));
+    out.bitwise_diffs = 0;
+    for (size_t o = 0; o < output_specs_.size(); ++o) {
+      const HostTensor again = to_host(output_specs_[o], outputs_[o].get());
+      const size_t element = dtype_bytes(output_specs_[o].dtype);
+      for (size_t e = 0; e + element <= again.data.size(); e += element)
+        out.bitwise_diffs += std::memcmp(&again.data[e], &first_run[o].data[e], element) != 0;
     }
   }
 }
@@ -539,6 +556,7 @@ int LessonRun::run() {
       continue;
     }
     verify(i, results[i]);
+    if (selected_[i].variant->config) results[i].split_k = std::max(1, selected_[i].config.split_k);
   }
   VariantResult reference_row;
   reference_row.name = problem_.reference.name;
@@ -565,6 +583,7 @@ int LessonRun::run() {
               res.timing.reps_per_round * opt_.rounds, opt_.rounds, problem_.reference.label.c_str(), "cuBLAS",
               problem_.reference.label.c_str());
   std::printf("%s", gbps_line(res).c_str());
+  std::printf("%s", repeat_line(res).c_str());
   if (const std::string fused = fused_epilogue_lines(res); !fused.empty()) std::printf("\n%s", fused.c_str());
 
   bool any_model = false;
@@ -665,6 +684,9 @@ bool LessonRun::measure_with_ncu() {
 int run_lesson(const Lesson& lesson, int argc, char** argv) {
   const std::string& id = lesson.info.id;
   LessonOptions opt;
+  opt.m = lesson.default_m;
+  opt.n = lesson.default_n;
+  opt.k = lesson.default_k;
   std::string message;
   switch (parse_lesson_options(id, lesson.info.title, argc, argv, opt, message, lesson.problem.params)) {
     case ParseOutcome::done: std::printf("%s", message.c_str()); return kExitOk;

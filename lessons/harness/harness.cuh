@@ -128,6 +128,12 @@ struct Lesson {
   // Bytes of a device-to-device copy to time in the same run (its GB/s goes
   // into the report and results); empty: none.
   std::function<double(const ProblemSize&)> copy_bytes;
+  // Run every variant a second time after its check and count the output
+  // elements that differ bitwise between the two runs (results' bitwise_diffs):
+  // for lessons where some variants add in an order that varies (atomics).
+  bool repeat_check = false;
+  // The shape a run takes when --m, --n or --k is not given.
+  int default_m = 4096, default_n = 4096, default_k = 4096;
   // Printed after the report and the models' lines: what this run shows.
   std::function<std::string(const RunSummary&)> conclusion;
 };

@@ -81,6 +81,23 @@ std::string fused_epilogue_lines(const Results& r) {
   return "fused activations, against the same kernel without (both paired with cuBLAS round by round):\n" + out;
 }
 
+std::string repeat_line(const Results& r) {
+  std::string same, differ;
+  for (const VariantResult& v : r.variants) {
+    if (v.skipped || v.bitwise_diffs < 0) continue;
+    if (v.bitwise_diffs == 0) {
+      same += (same.empty() ? "" : ", ") + v.name;
+    } else {
+      differ += (differ.empty() ? "" : "; ") + v.name + ": " + std::to_string(v.bitwise_diffs) + " elements differ";
+    }
+  }
+  if (same.empty() && differ.empty()) return "";
+  std::string out = "run twice on the same inputs: ";
+  if (!differ.empty()) out += differ + (same.empty() ? "" : "; ");
+  if (!same.empty()) out += same + ": the same bits";
+  return out + "\n";
+}
+
 std::string gbps_line(const Results& r) {
   // Variants that count the same way share one description: "a, b: ...".
   std::vector<std::pair<std::string, std::string>> groups;  // (what, names)
@@ -138,7 +155,7 @@ std::string format_recording(const Results& r, const std::vector<std::string>& v
   out += "  " + describe_gpu(r.header) + "\n";
   out += "  shape " + shape_text(r.header.m, r.header.n, r.header.k) + ", " + r.header.dtype + "\n\n";
   if (ran_variants(shown) == 0) return out + "  (none of the variants asked for is in this recording)\n\n";
-  return out + format_report(shown) + gbps_line(shown) + fused_epilogue_lines(shown) + "\n";
+  return out + format_report(shown) + gbps_line(shown) + repeat_line(shown) + fused_epilogue_lines(shown) + "\n";
 }
 
 }  // namespace

@@ -18,6 +18,11 @@ std::string format_report(const Results& r);
 // What the GB/s column counts, and which variants count otherwise.
 std::string gbps_line(const Results& r);
 
+// Whether each variant gives the same bits twice (Lesson::repeat_check): the
+// variants whose outputs differed between two runs, with how many elements,
+// and the ones that did not. "" when nothing was repeated.
+std::string repeat_line(const Results& r);
+
 // What each fused activation costs: for every variant <base>_<activation>
 // (relu, leaky_relu, gelu, silu) whose <base> ran too, how much lower its % of
 // cuBLAS is, relative to <base>'s. Both are medians over rounds paired with

@@ -1,0 +1,36 @@
+// Split-K: the K dimension of every output tile cut into `splits` ranges, one
+// work unit each, so that a grid with too few tiles to fill the GPU gets
+// tiles x splits units instead. The partial sums of a tile's units are added
+// afterwards (atomics, a reduce pass, or in turn behind a semaphore).
+//
+// Header-only, __host__ __device__: kernels, launchers, traces and the CPU
+// tests use the same functions.
+#pragma once
+
+#include <cstdint>
+
+#include "schedule/tile_order.hpp"
+
+namespace wb {
+
+// Split s of `splits` takes k tiles [split_k_begin(s), split_k_begin(s + 1)):
+// the k tiles spread as evenly as they go (sizes differ by at most one), no
+// range empty while splits <= k_tiles.
+WB_HD int split_k_begin(int k_tiles, int splits, int s) { return int(int64_t(k_tiles) * s / splits); }
+
+// A requested split factor made one the kernel can run: at least 1, at most
+// one k tile per split.
+WB_HD int clamp_split_k(int requested, int k_tiles) {
+  if (requested < 1) return 1;
+  return requested < k_tiles ? requested : (k_tiles > 0 ? k_tiles : 1);
+}
+
+// Work unit u of a split-K grid: consecutive units are the splits of one tile,
+// so the blocks that add into the same tile start together.
+struct SplitUnit {
+  int tile = 0;   // tile_m * tiles_n + tile_n
+  int split = 0;  // 0 .. splits - 1
+};
+WB_HD SplitUnit split_unit(int64_t unit, int splits) { return SplitUnit{int(unit / splits), int(unit % splits)}; }
+
+}  // namespace wb

@@ -1,0 +1,229 @@
+// Lesson 06 - Split-K: skinny products at the memory limit.
+//
+// The problem: C = A B with few rows, as in inference: A (M x K) holds M = 1
+// to 64 tokens' activations, B (K x N) the layer's weights, N and K in the
+// thousands. The work is tiny (2 M N K flops) and the bytes are not: every
+// weight is read once and used M times, so the time is B's bytes over the
+// memory's bandwidth, and the question is how close a kernel gets to it.
+//
+// What is new: lesson 04's kernel cuts C into 128 x 256 tiles. At M = 1 and
+// N = 4096 that is 16 tiles for 132 SMs: 116 SMs idle, and 16 cannot pull
+// the weights from memory at the rate 132 can. Smaller tiles help little (32
+// tiles of 16 x 128). Split-K cuts the other dimension: each tile's K is
+// split into S ranges, one block each, and the S partial sums are added
+// afterwards. The wave model picks S: the largest whose tiles x S blocks fit
+// in one wave of resident blocks (models/wave_model.hpp). Then how to add:
+//   step 1  data_parallel   lesson 04's tma_store kernel: one tile per block, no split
+//           small_tiles     16 x 128 tiles (64 x 128 for M > 16), mma.sync, no split
+//   step 2  atomic          split-K, each block adds its partial into C with fp16x2
+//                           atomics, as the paper's kernel does; C is zeroed first,
+//                           inside the timed launch. The adds land in a different order
+//                           each run, and so may the result's last bits
+//   step 3  workspace       split-K into an fp32 workspace, one slice per split, then a
+//                           reduce kernel adds the slices in order: deterministic, two launches
+//   step 4  serial          split-K in one launch, deterministic: a tile's blocks add in
+//                           turn behind a per-tile semaphore, into an fp32 running sum
+//   step 5  streamk         a persistent grid: the tiles' k iterations laid end to end and
+//                           split evenly over every resident block (lesson 04's schedule)
+//   step 6  streaming       for M <= 8, no tensor cores: each warp streams 512-byte rows of
+//                           B with 16-byte evict-first loads; the last block of a column
+//                           adds the partials in order
+//
+// Why faster: split-K puts every SM to work on the weights, so the memory
+// system has enough loads in flight to run at its rate. How the partials are
+// added decides what is paid for that: atomics cost a memset and contended
+// adds, the workspace a second pass over S x M x N floats, the semaphore a
+// wait in line, Stream-K nothing of those but a fix-up between neighbours.
+// What to look for: under the report, each variant's % of the copy bandwidth
+// measured in the same run, and "model predictions" with the split, the
+// waves and how full the last one is. The atomic variant's outputs may differ
+// between two runs ("run twice" line); the others never do.
+//
+// Preconditions: any M, N, K >= 1 (N and K not multiples of 8 take 2-byte
+// loads in the tiled kernels; the streaming kernel needs them). --split-k S
+// forces S (clamped to one k tile per split, the note says so); 0 lets the
+// wave model choose. The tiled kernels need sm_80, data_parallel sm_90a.
+//
+// Run:  build/bin/lesson06_splitk                                    (M = 1, N = K = 4096)
+//       build/bin/lesson06_splitk --m 16 --n 16384 --k 16384
+//       build/bin/lesson06_splitk --m 1 --n 14336 --k 4096          (Llama-3-8B up projection)
+//       build/bin/lesson06_splitk --m 16 --split-k 4 --variant atomic,serial
+// Measured: docs/lessons/06_splitk.md.
+
+#include <cstdio>
+
+#include "04_hopper/hopper_gemm.cuh"
+#include "06_splitk/splitk_gemm.cuh"
+#include "06_splitk/streaming_gemv.cuh"
+#include "harness/catalog.hpp"
+#include "harness/gemm_problem.cuh"
+#include "harness/harness.cuh"
+#include "models/wave_model.hpp"
+
+namespace {
+
+using namespace wb;
+using splitk::Reduce;
+
+int requested_split(const ProblemSize& s) { return int(s.params.integer("split_k")); }
+
+// "split 12: 32 tiles x 12 = 384 units on 396 slots (132 SMs x 3): 1 wave, 97% full"
+std::string wave_line(const KernelConfig& c, const GpuInfo& gpu) {
+  const int64_t tiles = int64_t(c.tiles_m) * c.tiles_n;
+  const WaveResult w = wave_quantization({tiles, c.split_k, gpu.sm_count, c.blocks_per_sm});
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "split %d: %lld tiles x %d = %lld units on %lld slots (%d SMs x %d): %lld wave%s, "
+                "the last %.0f%% full",
+                c.split_k, static_cast<long long>(tiles), c.split_k, static_cast<long long>(w.units),
+                static_cast<long long>(w.slots), gpu.sm_count, c.blocks_per_sm, static_cast<long long>(w.waves),
+                w.waves == 1 ? "" : "s", 100.0 * w.last_wave_utilization);
+  return buf;
+}
+
+// What --split-k became, when it is not what was asked.
+std::string clamp_note(int wanted, int used, int k_tiles) {
+  if (wanted <= used) return "";
+  return "split " + std::to_string(wanted) + " clamped to " + std::to_string(used) + " (K has " +
+         std::to_string(k_tiles) + " k tiles: at most one per split)";
+}
+
+Variant data_parallel() {
+  const hopper::HopperKernel kernel = hopper::hopper_kernel(hopper::HopperStep::persistent_tma_store, Activation::none);
+  Variant v;
+  v.name = "data_parallel";
+  v.what = "lesson 04's tma_store kernel: 128 x 256 tiles, one per block, no split";
+  v.min_cc = 90;
+  v.config = [f = kernel.config](const ProblemSize& s) { return f(gemm_shape(s)); };
+  v.launch = [f = kernel.launch](const Buffers& b, cudaStream_t st) { f(gemm_args(b), st); };
+  if (kernel.workspace_bytes)
+    v.workspace_bytes = [f = kernel.workspace_bytes](const ProblemSize& s) { return f(gemm_shape(s)); };
+  v.note = [](const ProblemSize& s) { return hopper::hopper_fallback_note(gemm_shape(s)); };
+  v.model = [](const ProblemSize& s, const KernelConfig& c, const GpuInfo& gpu) {
+    const int64_t tiles = int64_t(c.tiles_m) * c.tiles_n;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%lld tiles for %d SMs: %lld SMs idle for the whole launch",
+                  static_cast<long long>(tiles), gpu.sm_count,
+                  static_cast<long long>(tiles < gpu.sm_count ? gpu.sm_count - tiles : 0));
+    (void)s;
+    return std::string(buf);
+  };
+  return v;
+}
+
+template <Reduce R>
+Variant tiled(const char* name, const char* what) {
+  Variant v;
+  v.name = name;
+  v.what = what;
+  v.min_cc = 80;  // cp.async, mma.sync
+  v.config = [](const ProblemSize& s) { return splitk::splitk_config<R>(gemm_shape(s), requested_split(s)); };
+  v.launch = [](const Buffers& b, cudaStream_t st) { splitk::launch_splitk<R>(gemm_args(b), requested_split(b.size), st); };
+  if (R == Reduce::atomic)  // the adds need a zeroed C: part of what the variant costs
+    v.prepare = [](const Buffers& b, cudaStream_t st) {
+      CUDA_CHECK(cudaMemsetAsync(b.outputs[0], 0, size_t(b.size.m) * size_t(b.size.n) * sizeof(__half), st));
+    };
+  if (R == Reduce::workspace || R == Reduce::serial || R == Reduce::stream_k)
+    v.workspace_bytes = [](const ProblemSize& s) {
+      return splitk::splitk_workspace_bytes<R>(gemm_shape(s), requested_split(s));
+    };
+  v.note = [](const ProblemSize& s) {
+    const GemmShape g = gemm_shape(s);
+    std::string note;
+    if (R != Reduce::none && R != Reduce::stream_k) {
+      const splitk::SplitKPlanned q = splitk::plan_splitk<R>(g, requested_split(s));
+      note = clamp_note(q.wanted, q.splits, q.k_tiles);
+    }
+    if (g.n % 8 != 0 || g.k % 8 != 0)
+      note += std::string(note.empty() ? "" : "; ") + "N or K not a multiple of 8: operands loaded 2 bytes at a time";
+    return note;
+  };
+  v.model = [](const ProblemSize& s, const KernelConfig& c, const GpuInfo& gpu) {
+    if (R != Reduce::stream_k) return wave_line(c, gpu);
+    const int64_t tiles = int64_t(c.tiles_m) * c.tiles_n;
+    const int k_tiles = ceil_div(s.k, c.block_k);
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "%lld blocks (%d SMs x %d), each %.1f of the %lld tiles x %d k tiles", 
+                  static_cast<long long>(c.grid_blocks), gpu.sm_count, c.blocks_per_sm,
+                  double(tiles) * k_tiles / double(c.grid_blocks), static_cast<long long>(tiles), k_tiles);
+    return std::string(buf);
+  };
+  return v;
+}
+
+Variant streaming() {
+  Variant v;
+  v.name = "streaming";
+  v.what = "M <= 8: no tensor cores, 16-byte evict-first loads of B, the last block adds the splits in order";
+  v.min_cc = 75;
+  v.skip = [](const ProblemSize& s) { return splitk::streaming_skip_reason(gemm_shape(s)); };
+  v.config = [](const ProblemSize& s) { return splitk::streaming_config(gemm_shape(s), requested_split(s)); };
+  v.launch = [](const Buffers& b, cudaStream_t st) {
+    splitk::launch_streaming(gemm_args(b), requested_split(b.size), st);
+  };
+  v.workspace_bytes = [](const ProblemSize& s) {
+    return splitk::streaming_workspace_bytes(gemm_shape(s), requested_split(s));
+  };
+  v.note = [](const ProblemSize& s) {
+    const splitk::StreamingPlanned q = splitk::plan_streaming(gemm_shape(s), requested_split(s));
+    return clamp_note(q.wanted, q.splits, q.k_steps);
+  };
+  v.model = [](const ProblemSize&, const KernelConfig& c, const GpuInfo& gpu) { return wave_line(c, gpu); };
+  return v;
+}
+
+std::vector<Variant> variants() {
+  return {
+      data_parallel(),
+      tiled<Reduce::none>("small_tiles", "16 x 128 tiles (64 x 128 for M > 16), cp.async + mma.sync, no split"),
+      tiled<Reduce::atomic>("atomic", "split-K, partials added into C with fp16x2 atomics (C zeroed in the launch)"),
+      tiled<Reduce::workspace>("workspace", "split-K into an fp32 workspace, then a kernel adds the slices in order"),
+      tiled<Reduce::serial>("serial", "split-K in one launch: a tile's blocks add in turn behind a semaphore"),
+      tiled<Reduce::stream_k>("streamk", "every resident block an equal run of the tiles' k iterations (Stream-K)"),
+      streaming(),
+  };
+}
+
+// Each variant's bandwidth against the copy's, and the fastest.
+std::string bandwidth_lines(const RunSummary& run) {
+  const Results& r = run.results;
+  if (!(r.copy_gbps > 0)) return "";
+  std::string out = "bandwidth: each variant's GB/s against the copy's " + std::to_string(int(r.copy_gbps + 0.5)) +
+                    " GB/s in this run\n";
+  const VariantResult* best = nullptr;
+  for (const VariantResult& v : r.variants) {
+    if (v.skipped || !(v.gbps > 0)) continue;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  %-16s %7.0f GB/s  %5.1f%% of the copy\n", v.name.c_str(), v.gbps,
+                  100.0 * v.gbps / r.copy_gbps);
+    out += buf;
+    if (!v.reference && (!best || v.vs_cublas > best->vs_cublas)) best = &v;
+  }
+  if (best) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "fastest here: %s, %.2fx cuBLAS, at %.0f%% of the copy's bandwidth\n",
+                  best->name.c_str(), best->vs_cublas, 100.0 * best->gbps / r.copy_gbps);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Lesson lesson = gemm_lesson("lesson06_splitk", {});
+  lesson.problem.summary = "C = A B, A skinny (M tokens), B the weights";
+  lesson.problem.params = {ParamSpec{"split_k",
+                                     "k ranges per output tile for the split-K variants; 0: the wave model chooses",
+                                     "0",
+                                     {},
+                                     true,
+                                     true,
+                                     0,
+                                     65536}};
+  lesson.variants = variants();
+  lesson.copy_bytes = [](const ProblemSize& s) { return double(s.k) * double(s.n) * 2.0; };  // the weights
+  lesson.repeat_check = true;
+  lesson.default_m = 1;
+  lesson.conclusion = bandwidth_lines;
+  return run_lesson(lesson, argc, argv);
+}
