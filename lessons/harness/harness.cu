@@ -58,6 +58,20 @@ __global__ void fill_uniform_kernel(T* out, size_t count, uint64_t seed, uint64_
   }
 }
 
+// Reads `words` 16-byte words of `buf`, which pushes everything else out of
+// L2 and leaves it holding only clean lines. A memset would flush too, but
+// leave L2 full of dirty lines, and the timed kernel would pay for writing them
+// back: up to L2's size in DRAM writes, as much as a skinny product reads
+// (docs/notes/measuring.md). `buf` is zeroed: the sink is never written.
+__global__ void read_flush_kernel(const uint4* __restrict__ buf, size_t words, unsigned* sink) {
+  unsigned acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < words; i += size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = buf[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9E3779B9u) *sink = acc;  // keeps the loads
+}
+
 // Fills input `index` (tensor id index + 1: A, B of lessons 01-04 are 1, 2).
 void fill_uniform(const TensorSpec& spec, void* data, uint64_t seed, size_t index, cudaStream_t s) {
   const uint64_t tensor = index + 1;
@@ -179,9 +193,10 @@ class LessonRun {
   Buffers buffers(const std::vector<DeviceBuffer<unsigned char>>& outputs, size_t i,
                   TraceRecord* trace = nullptr) const;
   void poison(const std::vector<DeviceBuffer<unsigned char>>& outputs) const;
+  void flush_l2() const;  // L2 left holding only clean lines of the flush buffer
   // One timed run: poison the outputs, flush L2, then time `prepare` + `launch`.
   void enqueue_timed(const LaunchFn& prepare, const LaunchFn& launch, const Buffers& b, cudaEvent_t start,
-                     cudaEvent_t end, int salt);
+                     cudaEvent_t end);
 
   const Lesson& lesson_;
   const Problem& problem_;
@@ -224,10 +239,17 @@ void LessonRun::poison(const std::vector<DeviceBuffer<unsigned char>>& outputs) 
   for (const auto& out : outputs) CUDA_CHECK(cudaMemsetAsync(out.get(), 0xFF, out.bytes(), stream_.s));  // NaN
 }
 
+void LessonRun::flush_l2() const {
+  read_flush_kernel<<<header_.gpu.sm_count * 4, 512, 0, stream_.s>>>(
+      static_cast<const uint4*>(static_cast<const void*>(flush_.get())), flush_.bytes() / 16,
+      static_cast<unsigned*>(static_cast<void*>(flush_.get())));
+  CUDA_CHECK_LAUNCH();
+}
+
 void LessonRun::enqueue_timed(const LaunchFn& prepare, const LaunchFn& launch, const Buffers& b, cudaEvent_t start,
-                              cudaEvent_t end, int salt) {
+                              cudaEvent_t end) {
   poison(outputs_);
-  CUDA_CHECK(cudaMemsetAsync(flush_.get(), salt & 0xFF, flush_.bytes(), stream_.s));
+  flush_l2();
   CUDA_CHECK(cudaEventRecord(start, stream_.s));
   if (prepare) prepare(b, stream_.s);
   launch(b, stream_.s);
@@ -235,7 +257,8 @@ void LessonRun::enqueue_timed(const LaunchFn& prepare, const LaunchFn& launch, c
 }
 
 // A device-to-device copy of the lesson's chosen size, timed like the
-// variants (median of 9 after a warm-up), counting bytes read and written.
+// variants (L2 flushed before each; median of 9 after a warm-up), counting
+// bytes read and written.
 void LessonRun::measure_copy_bandwidth() {
   if (!lesson_.copy_bytes) return;
   const size_t bytes = size_t(lesson_.copy_bytes(size_));
@@ -248,6 +271,7 @@ void LessonRun::measure_copy_bandwidth() {
   std::vector<float> ms;
   for (int r = 0; r < 10; ++r) {
     Event start, end;
+    flush_l2();
     CUDA_CHECK(cudaEventRecord(start.e, stream_.s));
     CUDA_CHECK(cudaMemcpyAsync(to.get(), from.get(), bytes, cudaMemcpyDeviceToDevice, stream_.s));
     CUDA_CHECK(cudaEventRecord(end.e, stream_.s));
@@ -307,6 +331,7 @@ void LessonRun::allocate() {
     reference_outputs_.emplace_back(t.bytes());
   }
   flush_ = DeviceBuffer<unsigned char>(flush_bytes);
+  CUDA_CHECK(cudaMemsetAsync(flush_.get(), 0, flush_bytes, stream_.s));
   for (Selected& s : selected_) {
     if (!s.skip_reason.empty() || !s.variant->workspace_bytes) continue;
     const size_t bytes = s.variant->workspace_bytes(size_);
@@ -396,8 +421,8 @@ void LessonRun::time_all(std::vector<VariantResult>& results, VariantResult& ref
   const LaunchFn& reference = problem_.reference.launch;
 
   // Returns the round's samples (ms).
-  const auto time_round = [&](const LaunchFn& prepare, const LaunchFn& launch, const Buffers& b, int salt) {
-    for (int r = 0; r < per_round; ++r) enqueue_timed(prepare, launch, b, starts[r].e, ends[r].e, salt + r);
+  const auto time_round = [&](const LaunchFn& prepare, const LaunchFn& launch, const Buffers& b) {
+    for (int r = 0; r < per_round; ++r) enqueue_timed(prepare, launch, b, starts[r].e, ends[r].e);
     CUDA_CHECK(cudaStreamSynchronize(stream_.s));
     CUDA_CHECK_LAUNCH();
     std::vector<float> ms(static_cast<size_t>(per_round));
@@ -431,8 +456,8 @@ void LessonRun::time_all(std::vector<VariantResult>& results, VariantResult& ref
     for (const size_t i : order) {
       if (!selected_[i].skip_reason.empty()) continue;
       const Variant& v = *selected_[i].variant;
-      const auto ours = time_round(v.prepare, v.launch, buffers(outputs_, i), round * 7 + int(i));
-      const auto theirs = time_round(LaunchFn(), reference, reference_buffers, round * 7 + int(i) + 3);
+      const auto ours = time_round(v.prepare, v.launch, buffers(outputs_, i));
+      const auto theirs = time_round(LaunchFn(), reference, reference_buffers);
       all[i].insert(all[i].end(), ours.begin(), ours.end());
       reference_all.insert(reference_all.end(), theirs.begin(), theirs.end());
       ratios[i].push_back(median_of(theirs) / median_of(ours));
@@ -486,7 +511,7 @@ void LessonRun::write_traces(const std::vector<VariantResult>& results) {
     for (int r = 0; r < per_round; ++r) {
       Event start, end;
       CUDA_CHECK(cudaMemsetAsync(records.get(), 0xFF, records.bytes(), stream_.s));
-      enqueue_timed(v.prepare, v.launch, buffers(outputs_, i, records.get()), start.e, end.e, r);
+      enqueue_timed(v.prepare, v.launch, buffers(outputs_, i, records.get()), start.e, end.e);
       CUDA_CHECK(cudaStreamSynchronize(stream_.s));
       CUDA_CHECK_LAUNCH();
       float t = 0;
@@ -541,8 +566,8 @@ int LessonRun::run() {
       if (!note.empty()) std::printf("note: %s: %s\n", s.variant->name.c_str(), note.c_str());
     }
   }
-  if (!opt_.profile_once) measure_copy_bandwidth();
   allocate();
+  if (!opt_.profile_once) measure_copy_bandwidth();
   if (opt_.profile_once) return profile_once();
 
   std::vector<VariantResult> results(selected_.size());
