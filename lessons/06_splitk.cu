@@ -12,7 +12,9 @@
 // tiles of 16 x 128). Split-K cuts the other dimension: each tile's K is
 // split into S ranges, one block each, and the S partial sums are added
 // afterwards. The wave model picks S: the largest whose tiles x S blocks fit
-// in one wave of resident blocks (models/wave_model.hpp). Then how to add:
+// in one wave of one block per SM (models/wave_model.hpp): a memory-bound
+// block with a deep pipeline keeps enough bytes in flight on its own, and
+// fewer, longer units leave fewer partial sums to add. Then how to add:
 //   step 1  data_parallel   lesson 04's tma_store kernel: one tile per block, no split
 //           small_tiles     16 x 128 tiles (64 x 128 for M > 16), mma.sync, no split
 //   step 2  atomic          split-K, each block adds its partial into C with fp16x2
@@ -67,16 +69,16 @@ using splitk::Reduce;
 
 int requested_split(const ProblemSize& s) { return int(s.params.integer("split_k")); }
 
-// "split 12: 32 tiles x 12 = 384 units on 396 slots (132 SMs x 3): 1 wave, 97% full"
-std::string wave_line(const KernelConfig& c, const GpuInfo& gpu) {
+// "split 4: 32 tiles x 4 = 128 units on 132 SMs (one each; 2 fit): 1 wave, the last 97% full"
+std::string wave_line(const KernelConfig& c, const GpuInfo& gpu, int per_sm) {
   const int64_t tiles = int64_t(c.tiles_m) * c.tiles_n;
-  const WaveResult w = wave_quantization({tiles, c.split_k, gpu.sm_count, c.blocks_per_sm});
+  const WaveResult w = wave_quantization({tiles, c.split_k, gpu.sm_count, per_sm});
   char buf[256];
-  std::snprintf(buf, sizeof buf, "split %d: %lld tiles x %d = %lld units on %lld slots (%d SMs x %d): %lld wave%s, "
+  std::snprintf(buf, sizeof buf, "split %d: %lld tiles x %d = %lld units on %d SMs (%d each; %d fit): %lld wave%s, "
                 "the last %.0f%% full",
-                c.split_k, static_cast<long long>(tiles), c.split_k, static_cast<long long>(w.units),
-                static_cast<long long>(w.slots), gpu.sm_count, c.blocks_per_sm, static_cast<long long>(w.waves),
-                w.waves == 1 ? "" : "s", 100.0 * w.last_wave_utilization);
+                c.split_k, static_cast<long long>(tiles), c.split_k, static_cast<long long>(w.units), gpu.sm_count,
+                per_sm, c.blocks_per_sm, static_cast<long long>(w.waves), w.waves == 1 ? "" : "s",
+                100.0 * w.last_wave_utilization);
   return buf;
 }
 
@@ -138,12 +140,12 @@ Variant tiled(const char* name, const char* what) {
     return note;
   };
   v.model = [](const ProblemSize& s, const KernelConfig& c, const GpuInfo& gpu) {
-    if (R != Reduce::stream_k) return wave_line(c, gpu);
+    if (R != Reduce::stream_k) return wave_line(c, gpu, 1);
     const int64_t tiles = int64_t(c.tiles_m) * c.tiles_n;
     const int k_tiles = ceil_div(s.k, c.block_k);
     char buf[200];
-    std::snprintf(buf, sizeof buf, "%lld blocks (%d SMs x %d), each %.1f of the %lld tiles x %d k tiles", 
-                  static_cast<long long>(c.grid_blocks), gpu.sm_count, c.blocks_per_sm,
+    std::snprintf(buf, sizeof buf, "%lld blocks (one per SM), each %.1f of the %lld tiles x %d k tiles",
+                  static_cast<long long>(c.grid_blocks),
                   double(tiles) * k_tiles / double(c.grid_blocks), static_cast<long long>(tiles), k_tiles);
     return std::string(buf);
   };
@@ -167,7 +169,9 @@ Variant streaming() {
     const splitk::StreamingPlanned q = splitk::plan_streaming(gemm_shape(s), requested_split(s));
     return clamp_note(q.wanted, q.splits, q.k_steps);
   };
-  v.model = [](const ProblemSize&, const KernelConfig& c, const GpuInfo& gpu) { return wave_line(c, gpu); };
+  v.model = [](const ProblemSize&, const KernelConfig& c, const GpuInfo& gpu) {
+    return wave_line(c, gpu, splitk::kStreamBlocksPerSm);
+  };
   return v;
 }
 

@@ -84,7 +84,8 @@ TEST(WaveModel, QuantizationMatchesHandCounts) {
 }
 
 TEST(WaveModel, SplitKFillsOneWave) {
-  EXPECT_EQ(split_k_for_waves(32, 64, 396), 12);    // N = K = 4096, 16 x 128 tiles, 3 blocks per SM
+  EXPECT_EQ(split_k_for_waves(32, 64, 132), 4);     // N = K = 4096, 16 x 128 tiles, one per SM
+  EXPECT_EQ(split_k_for_waves(32, 64, 396), 12);    // ... three per SM
   EXPECT_EQ(split_k_for_waves(128, 256, 396), 3);   // N = K = 16384
   EXPECT_EQ(split_k_for_waves(512, 64, 396), 1);    // the tiles fill a wave on their own
   EXPECT_EQ(split_k_for_waves(396, 64, 396), 1);

@@ -42,9 +42,9 @@ namespace wb::splitk {
 
 enum class Reduce { none, atomic, workspace, serial, stream_k };
 
-// The tiles: 16 x 128 (4 warps of 16 x 32) or 64 x 128 (4 warps of 32 x 64),
-// 64-deep k slices, 4 stages.
-using Tile16 = PipelinedShape<16, 128, 64, 1, 4, 4>;
+// The tiles: 16 x 128 (4 warps of 16 x 32; 6 stages, 96 KiB of B in flight)
+// or 64 x 128 (4 warps of 32 x 64; 4 stages), 64-deep k slices.
+using Tile16 = PipelinedShape<16, 128, 64, 1, 4, 6>;
 using Tile64 = PipelinedShape<64, 128, 64, 2, 2, 4>;
 
 struct SplitKParams {
@@ -282,7 +282,7 @@ __global__ void __launch_bounds__(S::THREADS) splitk_gemm_kernel(SplitKParams p)
     }
   } else {
     const uint64_t t0 = trace_start(p.trace);
-    const SplitUnit unit = split_unit(blockIdx.x, p.splits);
+    const SplitUnit unit = split_unit(blockIdx.x, ceil_div(p.m, S::BLOCK_M) * tiles_n);
     const int tm = unit.tile / tiles_n, tn = unit.tile % tiles_n;
     const int m0 = tm * S::BLOCK_M, n0 = tn * S::BLOCK_N;
     const int kt_begin = split_k_begin(k_tiles, p.splits, unit.split);
@@ -373,7 +373,8 @@ const void* kernel_ready() {
 struct SplitKPlanned {
   int block_m = 16, block_n = 128, block_k = 64, threads = 128, smem = 0, stages = 4;
   int tiles_m = 0, tiles_n = 0, k_tiles = 0;
-  int blocks_per_sm = 0, slots = 0;
+  int blocks_per_sm = 0;   // resident at once (occupancy)
+  int slots = 0;           // units the wave model fits in one wave: one per SM
   int splits = 1;          // k ranges per tile (1 for none and stream_k)
   int wanted = 1;          // the split asked for or modelled, before clamping to k_tiles
   int64_t grid = 0;        // blocks launched
@@ -396,7 +397,7 @@ SplitKPlanned plan_for(const GemmShape& s, int requested) {
   static const int resident = std::max(1, blocks_per_sm(kernel_ready<S, R, true>(), S::THREADS, S::SMEM_BYTES));
   static const int sms = sm_count();  // once per process: launchers call this for every launch
   q.blocks_per_sm = resident;
-  q.slots = sms * resident;
+  q.slots = sms;  // one unit per SM (models/wave_model.hpp: split_k_for_waves)
   const int64_t tiles = int64_t(q.tiles_m) * q.tiles_n;
   if (R == Reduce::stream_k) {
     q.grid = q.slots;  // persistent: every block resident, so owners may wait for the others

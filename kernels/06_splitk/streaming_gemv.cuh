@@ -5,9 +5,10 @@
 //
 // A block of 8 warps takes 256 columns of B (each lane one 16-byte chunk of a
 // row: a warp reads 512 contiguous bytes) and a range of K: warp w takes rows
-// in groups of 4, groups w, w + 8, w + 16, ..., two groups in flight, so each
-// thread has eight 16-byte loads outstanding. The weights are loaded with the
-// streaming hint (ld.global.cs: evict first, they are read once); A, which
+// in groups of 4, groups w, w + 8, w + 16, ..., four groups in flight (two at
+// M > 4), so each thread has up to sixteen 16-byte loads outstanding. The
+// blocks of one split run together and read whole rows of B between them. The
+// weights are loaded with the streaming hint (ld.global.cs: evict first, they are read once); A, which
 // every block reads, stays cached. The warps' sums meet in shared memory and
 // are added in a fixed order. Across blocks, the K ranges of a column block
 // are added by whichever block finishes LAST: each writes its fp32 partial to
@@ -34,8 +35,16 @@ constexpr int kStreamWarps = 8;
 constexpr int kStreamThreads = kStreamWarps * 32;
 constexpr int kStreamCols = 256;  // 32 lanes x 8 columns
 constexpr int kStreamGroup = 4;   // k rows a warp takes at once: one 8-byte load per row of A
-constexpr int kStreamUnroll = 2;  // groups in flight per warp
+// Groups in flight per warp: 4 (sixteen 16-byte loads per thread) up to M = 4;
+// at M = 8 the registers for A and the accumulators leave room for 2.
+template <int M>
+constexpr int stream_unroll() {
+  return M <= 4 ? 4 : 2;
+}
 constexpr int kStreamRowsPerStep = kStreamWarps * kStreamGroup;  // 32: the split's unit of K
+// Units the wave model gives each SM: two, so that one block's sums and
+// reduction overlap the other's loads.
+constexpr int kStreamBlocksPerSm = 2;
 
 template <int M>
 constexpr int streaming_smem_bytes() {
@@ -51,7 +60,11 @@ __global__ void __launch_bounds__(kStreamThreads)
   __shared__ bool last_block;
   const uint64_t t0 = trace_start(trace);
   const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32;
-  const int col_block = int(blockIdx.x) / splits, split = int(blockIdx.x) % splits;
+  // Blocks of one split are launched together: the blocks running at a moment
+  // read whole rows of B between them, not 512-byte pieces of many rows.
+  const int col_blocks = int(gridDim.x) / splits;
+  const int col_block = int(blockIdx.x) % col_blocks, split = int(blockIdx.x) / col_blocks;
+  constexpr int kStreamUnroll = stream_unroll<M>();
   const int col = col_block * kStreamCols + lane * 8;
   const bool col_inside = col < n;  // n % 8 == 0: a chunk is wholly in or out
   const int groups = k / kStreamGroup;
@@ -204,7 +217,7 @@ inline StreamingPlanned plan_streaming(const GemmShape& s, int requested) {
     q.smem = streaming_smem_bytes<decltype(mc)::value>();
   });
   static const int sms = sm_count();
-  q.slots = sms * q.blocks_per_sm;
+  q.slots = sms * std::min(q.blocks_per_sm, kStreamBlocksPerSm);
   q.wanted = requested > 0 ? requested : split_k_for_waves(q.col_blocks, q.k_steps, q.slots);
   q.splits = clamp_split_k(q.wanted, q.k_steps);
   q.grid = int64_t(q.col_blocks) * q.splits;

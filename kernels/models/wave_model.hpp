@@ -35,10 +35,14 @@ inline WaveResult wave_quantization(const WaveInput& in) {
 }
 
 // The split factor the wave model picks: the largest S (at most one k tile
-// per split) whose tiles x S units still fit in one wave of `slots` resident
-// blocks; 1 when the tiles fill a wave on their own. One wave, as full as the
-// tiles allow, with every block's k range as long as it can be.
-// 32 tiles (N = 4096 in 128-wide tiles) on 396 slots: S = 12, 384 units.
+// per split) whose tiles x S units still fit in one wave of `slots` units;
+// 1 when the tiles fill a wave on their own. One wave, as full as the tiles
+// allow, with every block's k range as long as it can be. `slots` is how many
+// units should run at once: SMs x resident blocks for a kernel bound by its
+// math; for lesson 06's memory-bound kernels one per SM, whose deep pipeline
+// keeps enough bytes in flight on its own (more, shorter units only add
+// partial sums to reduce: docs/lessons/06_splitk.md).
+// 32 tiles (N = 4096 in 128-wide tiles) on 132 SMs: S = 4, 128 units.
 inline int split_k_for_waves(int64_t tiles, int k_tiles, int64_t slots) {
   if (tiles < 1 || slots <= tiles || k_tiles <= 1) return 1;
   const int64_t s = slots / tiles;

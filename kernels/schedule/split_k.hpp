@@ -25,12 +25,15 @@ WB_HD int clamp_split_k(int requested, int k_tiles) {
   return requested < k_tiles ? requested : (k_tiles > 0 ? k_tiles : 1);
 }
 
-// Work unit u of a split-K grid: consecutive units are the splits of one tile,
-// so the blocks that add into the same tile start together.
+// Work unit u of a split-K grid of `tiles` tiles: consecutive units are the
+// tiles of one split, so the blocks running at a moment read the same rows of
+// B across all its columns (long runs of memory, not a piece of many rows),
+// and every block of split s is launched before any of split s + 1 (a block
+// that waits for the split before it waits for a block already running).
 struct SplitUnit {
   int tile = 0;   // tile_m * tiles_n + tile_n
   int split = 0;  // 0 .. splits - 1
 };
-WB_HD SplitUnit split_unit(int64_t unit, int splits) { return SplitUnit{int(unit / splits), int(unit % splits)}; }
+WB_HD SplitUnit split_unit(int64_t unit, int tiles) { return SplitUnit{int(unit % tiles), int(unit / tiles)}; }
 
 }  // namespace wb
