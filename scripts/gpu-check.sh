@@ -90,9 +90,13 @@ stage_sanitize() {
       local shapes=("130 136 72")
       [ "$l" = lesson04_hopper ] && shapes+=("1100 4000 200")
       [ "$l" = lesson06_splitk ] && shapes+=("1 4104 1000" "17 1000 2056")
+      # racecheck reports hazards inside cuBLAS's own kernels (nvjet_*, the reference) at some
+      # skinny shapes: NVIDIA's code, not the workbook's, so those are left out of the check.
+      local only_ours=()
+      [ "$tool" = racecheck ] && only_ours=(--kernel-name-exclude kns=nvjet)
       if (for shape in "${shapes[@]}"; do
             set -- $shape
-            compute-sanitizer --tool "$tool" --error-exitcode 99 \
+            compute-sanitizer --tool "$tool" "${only_ours[@]}" --error-exitcode 99 \
               "$bin/$l" --m "$1" --n "$2" --k "$3" --reps 1 --rounds 1 || exit 1
           done) > "$work/logs/sanitize-$tool-$l.log" 2>&1; then
         echo "$tool $l: clean ($(grep -c . "$work/logs/sanitize-$tool-$l.log") lines of output)"
