@@ -78,32 +78,45 @@ stage_tests() {
 }
 
 stage_sanitize() {
-  local rc=0 l tool
+  local rc=0 l tool shape log
   command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found"; return 1; }
   for l in $(lesson_ids); do
     have "$l" || continue
     local tools=(memcheck racecheck)
     [ "$l" = lesson06_splitk ] && tools+=(synccheck)
+    # Small shapes with tails; lesson 04 also at 144 tiles, where Stream-K splits 12 of them 4 ways;
+    # lesson 06 at skinny shapes, split 4 to 16 (semaphores, Stream-K owners waiting).
+    local shapes=("130 136 72")
+    [ "$l" = lesson04_hopper ] && shapes+=("1100 4000 200")
+    [ "$l" = lesson06_splitk ] && shapes+=("1 4104 1000" "17 1000 2056")
     for tool in "${tools[@]}"; do
-      # Small shapes with tails; lesson 04 also at 144 tiles, where Stream-K splits 12 of them 4 ways;
-      # lesson 06 at skinny shapes, split 12 and more (semaphores, Stream-K owners waiting).
-      local shapes=("130 136 72")
-      [ "$l" = lesson04_hopper ] && shapes+=("1100 4000 200")
-      [ "$l" = lesson06_splitk ] && shapes+=("1 4104 1000" "17 1000 2056")
-      # racecheck reports hazards inside cuBLAS's own kernels (nvjet_*, the reference) at some
-      # skinny shapes: NVIDIA's code, not the workbook's, so those are left out of the check.
-      local only_ours=()
-      [ "$tool" = racecheck ] && only_ours=(--kernel-name-exclude kns=nvjet)
-      if (for shape in "${shapes[@]}"; do
-            set -- $shape
-            compute-sanitizer --tool "$tool" "${only_ours[@]}" --error-exitcode 99 \
-              "$bin/$l" --m "$1" --n "$2" --k "$3" --reps 1 --rounds 1 || exit 1
-          done) > "$work/logs/sanitize-$tool-$l.log" 2>&1; then
-        echo "$tool $l: clean ($(grep -c . "$work/logs/sanitize-$tool-$l.log") lines of output)"
+      log=$work/logs/sanitize-$tool-$l.log
+      : > "$log"
+      local failed_here=0
+      for shape in "${shapes[@]}"; do
+        set -- $shape
+        if compute-sanitizer --tool "$tool" --error-exitcode 99 \
+             "$bin/$l" --m "$1" --n "$2" --k "$3" --reps 1 --rounds 1 > "$log.part" 2>&1; then
+          :
+        elif [ "$tool" = racecheck ] && grep -q "Race reported" "$log.part" &&
+             ! grep -E "^========= +(Error|and )" "$log.part" | grep -qv "nvjet" &&
+             ! grep -q "Internal Sanitizer Error\|FAILED verification\|CUDA error" "$log.part"; then
+          # Every hazard reported lies inside cuBLAS's own kernels (nvjet_*, the reference, at some
+          # skinny shapes): NVIDIA's code, not the workbook's. Said, and not counted against it.
+          echo "racecheck $l at ${1}x${2}x${3}: hazards reported only inside cuBLAS's kernels" \
+               "($(grep -m1 -o 'nvjet[A-Za-z0-9_]*' "$log.part")); none in the workbook's"
+        else
+          failed_here=1
+        fi
+        cat "$log.part" >> "$log"
+        rm -f "$log.part"
+      done
+      if [ $failed_here = 0 ]; then
+        echo "$tool $l: clean ($(grep -c . "$log") lines of output)"
       else
-        echo "$tool $l: FAILED"; tail -n 30 "$work/logs/sanitize-$tool-$l.log"; rc=1
+        echo "$tool $l: FAILED"; tail -n 30 "$log"; rc=1
       fi
-      grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$work/logs/sanitize-$tool-$l.log" | sed "s/^/  /"
+      grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$log" | sed "s/^/  /"
     done
   done
   return $rc
