@@ -60,6 +60,7 @@
 #include "harness/catalog.hpp"
 #include "harness/gemm_problem.cuh"
 #include "harness/harness.cuh"
+#include "harness/report.hpp"
 #include "models/wave_model.hpp"
 
 namespace {
@@ -68,19 +69,6 @@ using namespace wb;
 using splitk::Reduce;
 
 int requested_split(const ProblemSize& s) { return int(s.params.integer("split_k")); }
-
-// "split 4: 32 tiles x 4 = 128 units on 132 SMs (one each; 2 fit): 1 wave, the last 97% full"
-std::string wave_line(const KernelConfig& c, const GpuInfo& gpu, int per_sm) {
-  const int64_t tiles = int64_t(c.tiles_m) * c.tiles_n;
-  const WaveResult w = wave_quantization({tiles, c.split_k, gpu.sm_count, per_sm});
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "split %d: %lld tiles x %d = %lld units on %d SMs (%d each; %d fit): %lld wave%s, "
-                "the last %.0f%% full",
-                c.split_k, static_cast<long long>(tiles), c.split_k, static_cast<long long>(w.units), gpu.sm_count,
-                per_sm, c.blocks_per_sm, static_cast<long long>(w.waves), w.waves == 1 ? "" : "s",
-                100.0 * w.last_wave_utilization);
-  return buf;
-}
 
 // What --split-k became, when it is not what was asked.
 std::string clamp_note(int wanted, int used, int k_tiles) {
@@ -140,7 +128,7 @@ Variant tiled(const char* name, const char* what) {
     return note;
   };
   v.model = [](const ProblemSize& s, const KernelConfig& c, const GpuInfo& gpu) {
-    if (R != Reduce::stream_k) return wave_line(c, gpu, 1);
+    if (R != Reduce::stream_k) return split_wave_line(c, gpu, 1);
     const int64_t tiles = int64_t(c.tiles_m) * c.tiles_n;
     const int k_tiles = ceil_div(s.k, c.block_k);
     char buf[200];
@@ -170,7 +158,7 @@ Variant streaming() {
     return clamp_note(q.wanted, q.splits, q.k_steps);
   };
   v.model = [](const ProblemSize&, const KernelConfig& c, const GpuInfo& gpu) {
-    return wave_line(c, gpu, splitk::kStreamBlocksPerSm);
+    return split_wave_line(c, gpu, splitk::kStreamBlocksPerSm);
   };
   return v;
 }
@@ -185,30 +173,6 @@ std::vector<Variant> variants() {
       tiled<Reduce::stream_k>("streamk", "every resident block an equal run of the tiles' k iterations (Stream-K)"),
       streaming(),
   };
-}
-
-// Each variant's bandwidth against the copy's, and the fastest.
-std::string bandwidth_lines(const RunSummary& run) {
-  const Results& r = run.results;
-  if (!(r.copy_gbps > 0)) return "";
-  std::string out = "bandwidth: each variant's GB/s against the copy's " + std::to_string(int(r.copy_gbps + 0.5)) +
-                    " GB/s in this run\n";
-  const VariantResult* best = nullptr;
-  for (const VariantResult& v : r.variants) {
-    if (v.skipped || !(v.gbps > 0)) continue;
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "  %-16s %7.0f GB/s  %5.1f%% of the copy\n", v.name.c_str(), v.gbps,
-                  100.0 * v.gbps / r.copy_gbps);
-    out += buf;
-    if (!v.reference && (!best || v.vs_cublas > best->vs_cublas)) best = &v;
-  }
-  if (best) {
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "fastest here: %s, %.2fx cuBLAS, at %.0f%% of the copy's bandwidth\n",
-                  best->name.c_str(), best->vs_cublas, 100.0 * best->gbps / r.copy_gbps);
-    out += buf;
-  }
-  return out;
 }
 
 }  // namespace
@@ -228,6 +192,6 @@ int main(int argc, char** argv) {
   lesson.copy_bytes = [](const ProblemSize& s) { return double(s.k) * double(s.n) * 2.0; };  // the weights
   lesson.repeat_check = true;
   lesson.default_m = 1;
-  lesson.conclusion = bandwidth_lines;
+  lesson.conclusion = [](const RunSummary& run) { return copy_bandwidth_lines(run.results); };
   return run_lesson(lesson, argc, argv);
 }

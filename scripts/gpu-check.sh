@@ -2,7 +2,7 @@
 # The full GPU check, for a machine with an NVIDIA GPU (H100/H200 for the
 # headline numbers). Stages run in order; each can also run alone:
 #
-#   scripts/gpu-check.sh                      build tests sanitize lessons ncu compare backward splitk
+#   scripts/gpu-check.sh                      build tests sanitize lessons ncu compare backward splitk w4a16
 #   scripts/gpu-check.sh lessons compare      only those stages (needs a build)
 #
 #   build     configure and build with ninja (the viewer's UI only where ImGui and GLFW are found)
@@ -20,8 +20,10 @@
 #             each product alone at 4096^3 and 8192^3
 #   splitk    lesson 06's targets: M = 1 and 16 at N = K = 4096, 8192, 16384 and the Llama-3-8B decode
 #             projections; M from 1 to 64 at N = K = 4096 and 8192 (where data-parallel wins again)
+#   w4a16     lesson 07's targets: M = 1 and 16 at N = K = 4096, 8192, 16384, group sizes 32 and 64,
+#             the Llama-3-8B decode projections; M from 2 to 128 (where cuBLAS fp16 wins again)
 # On a device that runs one command for at most 10 minutes: "build tests lessons", "build sanitize
-# ncu compare", "build backward" and "build splitk", one call each.
+# ncu compare", "build backward", "build splitk" and "build w4a16", one call each.
 #
 # WORKBOOK_COMMIT names the commit (a copy of the tree has no .git of its own, or the wrong one).
 # Leaves under $OUT (default ./gpu-check-out): summary.txt and gpu-check.tar.gz
@@ -70,6 +72,7 @@ stage_tests() {
   "$bin/cpu_tests" --gtest_brief=1 || rc=1
   "$bin/gpu_tests" --gtest_brief=1 || rc=1
   "$bin/activation_gpu_tests" --gtest_brief=1 || rc=1
+  "$bin/q4_gpu_tests" --gtest_brief=1 || rc=1
   "$bin/wgmma_gpu_tests" --gtest_brief=1 || rc=1
   # The viewer's model, and its "run on this GPU" (the UI itself needs ImGui/GLFW, often absent here).
   if [ -x "$bin/viewer_model_tests" ]; then "$bin/viewer_model_tests" --gtest_brief=1 || rc=1; fi
@@ -83,12 +86,16 @@ stage_sanitize() {
   for l in $(lesson_ids); do
     have "$l" || continue
     local tools=(memcheck racecheck)
-    [ "$l" = lesson06_splitk ] && tools+=(synccheck)
+    [ "$l" = lesson06_splitk ] || [ "$l" = lesson07_w4a16 ] && tools+=(synccheck)
     # Small shapes with tails; lesson 04 also at 144 tiles, where Stream-K splits 12 of them 4 ways;
     # lesson 06 at skinny shapes, split 4 to 16 (semaphores, Stream-K owners waiting).
     local shapes=("130 136 72")
     [ "$l" = lesson04_hopper ] && shapes+=("1100 4000 200")
     [ "$l" = lesson06_splitk ] && shapes+=("1 4104 1000" "17 1000 2056")
+    # Lesson 07: K a multiple of the group size; odd N, G = 32, splits forced (the semaphores and the
+    # last-block counters), M above 32 (two m tiles of the shuffled kernel).
+    [ "$l" = lesson07_w4a16 ] && shapes=("3 136 256" "17 1001 2048 --group-size 32" "1 4104 1024 --split-k 7"
+                                         "70 520 512 --group-size 64 --split-k 3")
     for tool in "${tools[@]}"; do
       log=$work/logs/sanitize-$tool-$l.log
       : > "$log"
@@ -96,7 +103,7 @@ stage_sanitize() {
       for shape in "${shapes[@]}"; do
         set -- $shape
         if compute-sanitizer --tool "$tool" --error-exitcode 99 \
-             "$bin/$l" --m "$1" --n "$2" --k "$3" --reps 1 --rounds 1 > "$log.part" 2>&1; then
+             "$bin/$l" --m "$1" --n "$2" --k "$3" "${@:4}" --reps 1 --rounds 1 > "$log.part" 2>&1; then
           :
         elif [ "$tool" = racecheck ] && grep -q "Race reported" "$log.part" &&
              ! grep -E "^========= +(Error|and )" "$log.part" | grep -qv "nvjet" &&
@@ -162,6 +169,13 @@ stage_lessons() {
     for v in data_parallel small_tiles atomic serial streamk streaming; do
       "$bin/lesson06_splitk" --variant $v --reps 9 --rounds 3 --m 1 --n 4096 --k 4096 \
           --trace "$work/traces/lesson06_splitk.$v.json.gz" || rc=1
+    done
+  fi
+  # Lesson 07 at M = 1, N = K = 4096: each kernel's split and k ranges.
+  if have lesson07_w4a16; then
+    for v in paper lop3 shuffled serial in_order; do
+      "$bin/lesson07_w4a16" --variant $v --reps 9 --rounds 3 --m 1 --n 4096 --k 4096 \
+          --trace "$work/traces/lesson07_w4a16.$v.json.gz" || rc=1
     done
   fi
   # Step 5 against Stream-K and step 9 where the last wave is 18% full: the idle SMs, the shared
@@ -279,10 +293,39 @@ stage_splitk() {
   return $rc
 }
 
+# Lesson 07's targets: M = 1 and 16 at N = K = 4096, 8192, 16384 (>= 2.0x, 2.5x, 3.0x cuBLAS fp16;
+# >= 85% of the copy at 16384), group sizes 32 and 64 at 8192, the Llama-3-8B decode projections;
+# then M from 2 to 128 at N = K = 4096 and 8192, for the M where cuBLAS fp16 wins again.
+stage_w4a16() {
+  local rc=0 m nk
+  have lesson07_w4a16 || { echo "lesson07_w4a16: not built"; return 0; }
+  for m in 1 16; do
+    for nk in "4096 4096" "8192 8192" "16384 16384" "14336 4096" "4096 14336"; do
+      set -- $nk
+      echo "-- lesson07_w4a16 at ${m}x${1}x${2}"
+      "$bin/lesson07_w4a16" --rounds 9 --reps 270 --m $m --n $1 --k $2 \
+          --json "$work/results/lesson07_w4a16-${m}x${1}x${2}.json" || rc=1
+    done
+    for g in 32 64; do
+      echo "-- lesson07_w4a16 at ${m}x8192x8192, group size $g"
+      "$bin/lesson07_w4a16" --rounds 9 --reps 270 --m $m --n 8192 --k 8192 --group-size $g \
+          --json "$work/results/lesson07_w4a16-${m}x8192x8192-g${g}.json" || rc=1
+    done
+  done
+  for nk in 4096 8192; do
+    for m in 2 4 8 32 64 128; do
+      echo "-- lesson07_w4a16 at ${m}x${nk}x${nk}"
+      "$bin/lesson07_w4a16" --rounds 5 --reps 100 --m $m --n $nk --k $nk \
+          --json "$work/results/lesson07_w4a16-${m}x${nk}x${nk}.json" || rc=1
+    done
+  done
+  return $rc
+}
+
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(build tests sanitize lessons ncu compare backward splitk)
+[ ${#stages[@]} -gt 0 ] || stages=(build tests sanitize lessons ncu compare backward splitk w4a16)
 for s in "${stages[@]}"; do
-  declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons ncu compare backward splitk)"; exit 2; }
+  declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons ncu compare backward splitk w4a16)"; exit 2; }
 done
 {
   echo "matmul-workbook GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${WORKBOOK_COMMIT:-$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}"
@@ -310,6 +353,10 @@ fi
 if [ -f "$work/logs/splitk.log" ]; then
   say ""; say "== lesson 06 targets (stage splitk)"
   grep -E "^-- lesson06|^fastest here|^note:|FAIL" "$work/logs/splitk.log" >> "$summary"
+fi
+if [ -f "$work/logs/w4a16.log" ]; then
+  say ""; say "== lesson 07 targets (stage w4a16)"
+  grep -E "^-- lesson07|^fastest here|^quantization error|^note:|FAIL" "$work/logs/w4a16.log" >> "$summary"
 fi
 say ""; say "gpu-check: $([ $failed -eq 0 ] && echo PASSED || echo FAILED) (stages: ${stages[*]})"
 tar czf "$out/gpu-check.tar.gz" -C "$out" gpu-check && rm -rf "$work"

@@ -137,11 +137,11 @@ TEST_P(LessonCli, WithoutGpuShowsRecordedResultsOrRefusesJson) {
   const std::string lesson = GetParam();
   if (!have(lesson)) GTEST_SKIP() << lesson << " is not in this build (host-only, or its sources are not there)";
   if (gpu_present()) GTEST_SKIP() << "a GPU is present: the no-GPU path is not reachable here";
-  Ran r = run(lesson + " --m 64 --n 64 --k 64");
+  Ran r = run(lesson + " --m 64 --n 64 --k 128");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("No CUDA GPU"), std::string::npos) << r.out;
   const std::string json = (fs::temp_directory_path() / ("wb-cli-" + std::to_string(getpid()) + ".json")).string();
-  r = run(lesson + " --m 64 --n 64 --k 64 --json " + json);
+  r = run(lesson + " --m 64 --n 64 --k 128 --json " + json);
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_FALSE(fs::exists(json)) << "a results file was written without a GPU";
 }
@@ -207,6 +207,28 @@ TEST(ProblemParams, Lesson06SplitKIsAWholeNumber) {
   const Ran help = run("lesson06_splitk --help");
   EXPECT_EQ(help.code, 0);
   EXPECT_NE(help.out.find("wave model"), std::string::npos) << help.out;
+}
+
+// Lesson 07: K must be a multiple of the group size, and the group size one the
+// kernels support; both one line and exit 2, before any GPU work.
+TEST(ProblemParams, Lesson07GroupSizeIsCheckedFirst) {
+  if (!have("lesson07_w4a16")) GTEST_SKIP() << "lesson07_w4a16 is not in this build (no CUDA)";
+  const struct {
+    const char* args;
+    const char* says;
+  } cases[] = {{"--k 100", "multiple of the group size"},      {"--k 4160 --group-size 128", "4160"},
+               {"--group-size 16", "--group-size"},             {"--group-size 48", "--group-size"},
+               {"--group-size x", "--group-size"},              {"--weights some", "--weights"},
+               {"--k 96 --group-size 64", "multiple of the group size"}};
+  for (const auto& c : cases) {
+    const Ran r = run(std::string("lesson07_w4a16 ") + c.args);
+    EXPECT_EQ(r.code, 2) << c.args << ": " << r.out;
+    EXPECT_EQ(lines(r.out), 1) << c.args << ": " << r.out;
+    EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << ": " << r.out;
+  }
+  const Ran help = run("lesson07_w4a16 --help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("32, 64 or 128"), std::string::npos) << help.out;
 }
 
 // --ncu is checked before any GPU work: without Nsight Compute it is one line and exit 2.

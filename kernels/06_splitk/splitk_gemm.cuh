@@ -65,6 +65,72 @@ struct Accumulators {
   float v[S::MMAS_M][S::MMAS_N][4];
 };
 
+// Copies A[m0 : m0 + BLOCK_M, k0 : k0 + BLOCK_K] into a swizzled stage `as`:
+// cp.async for 16-byte rows (zeros outside the matrix), else element loads.
+template <class S, bool ALIGNED16>
+__device__ __forceinline__ void load_a_slice(const __half* a, int m, int k, __half* as, int m0, int k0) {
+  constexpr int A_CPR = S::BLOCK_K / 8;  // 16-byte chunks per row
+  const int tid = int(threadIdx.x);
+#pragma unroll
+  for (int i = 0; i < S::A_CHUNKS_PER_THREAD; ++i) {
+    const int idx = tid + i * S::THREADS, row = idx / A_CPR, chunk = idx % A_CPR;
+    const int gr = m0 + row, gc = k0 + chunk * 8;
+    __half* dst = as + swizzled_offset<S::BLOCK_K>(row, chunk);
+    const __half* src = a + int64_t(gr) * k + gc;
+    if constexpr (ALIGNED16) {
+      const bool inside = gr < m && gc < k;  // k % 8 == 0: a chunk is wholly in or out
+      cp_async_16_zero_fill(shared_address(dst), inside ? src : a, inside ? 16 : 0);
+    } else {
+      *reinterpret_cast<uint4*>(dst) = gather_chunk_masked(src, gr < m ? k - gc : 0);
+    }
+  }
+}
+
+// Where each lane's ldmatrix rows start in a stage, as in lesson 03: a
+// per-thread swizzle XOR a compile-time chunk.
+template <class S>
+struct FragmentLanes {
+  uint32_t a_base, b_base;  // byte offsets of the lane's row in a stage
+  int a_swz, b_swz;
+  __device__ __forceinline__ FragmentLanes(int warp, int lane) {
+    const int warp_row0 = (warp / S::WARPS_N) * S::WARP_M;
+    const int warp_col0 = (warp % S::WARPS_N) * S::WARP_N;
+    const int a_row = warp_row0 + lane % 16;
+    a_swz = swizzle_bits<S::BLOCK_K>(a_row) ^ (lane / 16);
+    a_base = 2 * uint32_t(a_row * S::BLOCK_K);
+    const int b_row = lane % 16;
+    b_swz = swizzle_bits<S::BLOCK_N>(b_row) ^ (lane / 16) ^ (warp_col0 / 8);
+    b_base = 2 * uint32_t(b_row * S::BLOCK_N);
+  }
+};
+
+// acc += one BLOCK_K slice's product: the swizzled A and B tiles of a stage
+// (shared addresses), ldmatrix (B transposed) and mma.sync.
+template <class S>
+__device__ __forceinline__ void slice_product(const FragmentLanes<S>& f, uint32_t a_stage, uint32_t b_stage,
+                                              Accumulators<S>& acc) {
+#pragma unroll
+  for (int kk = 0; kk < S::BLOCK_K; kk += 16) {
+    uint32_t af[S::MMAS_M][4], bf[S::MMAS_N][2];
+#pragma unroll
+    for (int i = 0; i < S::MMAS_M; ++i)
+      ldmatrix_x4(af[i], a_stage + f.a_base + 2 * (i * 16 * S::BLOCK_K + ((kk / 8) ^ f.a_swz) * 8));
+#pragma unroll
+    for (int j = 0; j < S::MMAS_N; j += 2) {
+      uint32_t r[4];
+      ldmatrix_x4_trans(r, b_stage + f.b_base + 2 * (kk * S::BLOCK_N + (j ^ f.b_swz) * 8));
+      bf[j][0] = r[0];
+      bf[j][1] = r[1];
+      bf[j + 1][0] = r[2];
+      bf[j + 1][1] = r[3];
+    }
+#pragma unroll
+    for (int i = 0; i < S::MMAS_M; ++i)
+#pragma unroll
+      for (int j = 0; j < S::MMAS_N; ++j) mma_m16n8k16_f32(acc.v[i][j], af[i], bf[j]);
+  }
+}
+
 // acc = A[m0 : m0 + BLOCK_M, k slices kt_begin .. kt_end) B[.., n0 : n0 + BLOCK_N].
 // Lesson 03's plain pipeline: a barrier per slice, the slice STAGES - 1 ahead
 // copied while this one is multiplied. Ends with every copy landed and every
@@ -75,27 +141,13 @@ __device__ __forceinline__ void tile_product(const SplitKParams& p, unsigned cha
   __half* a_stages = reinterpret_cast<__half*>(smem);
   __half* b_stages = a_stages + S::STAGES * S::A_STAGE_HALVES;
   const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32;
-  const int warp_row0 = (warp / S::WARPS_N) * S::WARP_M;
-  const int warp_col0 = (warp % S::WARPS_N) * S::WARP_N;
-  constexpr int A_CPR = S::BLOCK_K / 8, B_CPR = S::BLOCK_N / 8;  // 16-byte chunks per row
+  constexpr int B_CPR = S::BLOCK_N / 8;  // 16-byte chunks per row
 
   auto load_slice = [&](int stage, int kt) {
     const int k0 = kt * S::BLOCK_K;
     __half* as = a_stages + stage * S::A_STAGE_HALVES;
     __half* bs = b_stages + stage * S::B_STAGE_HALVES;
-#pragma unroll
-    for (int i = 0; i < S::A_CHUNKS_PER_THREAD; ++i) {
-      const int idx = tid + i * S::THREADS, row = idx / A_CPR, chunk = idx % A_CPR;
-      const int gr = m0 + row, gc = k0 + chunk * 8;
-      __half* dst = as + swizzled_offset<S::BLOCK_K>(row, chunk);
-      const __half* src = p.a + int64_t(gr) * p.k + gc;
-      if constexpr (ALIGNED16) {
-        const bool inside = gr < p.m && gc < p.k;  // k % 8 == 0: a chunk is wholly in or out
-        cp_async_16_zero_fill(shared_address(dst), inside ? src : p.a, inside ? 16 : 0);
-      } else {
-        *reinterpret_cast<uint4*>(dst) = gather_chunk_masked(src, gr < p.m ? p.k - gc : 0);
-      }
-    }
+    load_a_slice<S, ALIGNED16>(p.a, p.m, p.k, as, m0, k0);
 #pragma unroll
     for (int i = 0; i < S::B_CHUNKS_PER_THREAD; ++i) {
       const int idx = tid + i * S::THREADS, row = idx / B_CPR, chunk = idx % B_CPR;
@@ -118,13 +170,7 @@ __device__ __forceinline__ void tile_product(const SplitKParams& p, unsigned cha
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc.v[i][j][e] = 0.0f;
 
-  // ldmatrix addresses, as in lesson 03: a per-thread swizzle XOR a compile-time chunk.
-  const int a_lane_row = warp_row0 + lane % 16;
-  const int a_swz = swizzle_bits<S::BLOCK_K>(a_lane_row) ^ (lane / 16);
-  const uint32_t a_lane_base = 2 * uint32_t(a_lane_row * S::BLOCK_K);
-  const int b_lane_row = lane % 16;
-  const int b_swz = swizzle_bits<S::BLOCK_N>(b_lane_row) ^ (lane / 16) ^ (warp_col0 / 8);
-  const uint32_t b_lane_base = 2 * uint32_t(b_lane_row * S::BLOCK_N);
+  const FragmentLanes<S> lanes(warp, lane);
   const uint32_t a_smem = shared_address(a_stages), b_smem = shared_address(b_stages);
 
   const int count = kt_end - kt_begin;
@@ -140,27 +186,7 @@ __device__ __forceinline__ void tile_product(const SplitKParams& p, unsigned cha
     if (refill < count) load_slice(refill % S::STAGES, kt_begin + refill);
     cp_async_commit_group();
     const int stage = t % S::STAGES;
-    const uint32_t a_stage = a_smem + stage * 2 * S::A_STAGE_HALVES, b_stage = b_smem + stage * 2 * S::B_STAGE_HALVES;
-#pragma unroll
-    for (int kk = 0; kk < S::BLOCK_K; kk += 16) {
-      uint32_t af[S::MMAS_M][4], bf[S::MMAS_N][2];
-#pragma unroll
-      for (int i = 0; i < S::MMAS_M; ++i)
-        ldmatrix_x4(af[i], a_stage + a_lane_base + 2 * (i * 16 * S::BLOCK_K + ((kk / 8) ^ a_swz) * 8));
-#pragma unroll
-      for (int j = 0; j < S::MMAS_N; j += 2) {
-        uint32_t r[4];
-        ldmatrix_x4_trans(r, b_stage + b_lane_base + 2 * (kk * S::BLOCK_N + (j ^ b_swz) * 8));
-        bf[j][0] = r[0];
-        bf[j][1] = r[1];
-        bf[j + 1][0] = r[2];
-        bf[j + 1][1] = r[3];
-      }
-#pragma unroll
-      for (int i = 0; i < S::MMAS_M; ++i)
-#pragma unroll
-        for (int j = 0; j < S::MMAS_N; ++j) mma_m16n8k16_f32(acc.v[i][j], af[i], bf[j]);
-    }
+    slice_product<S>(lanes, a_smem + stage * 2 * S::A_STAGE_HALVES, b_smem + stage * 2 * S::B_STAGE_HALVES, acc);
   }
   cp_async_wait_group<0>();
   __syncthreads();

@@ -9,22 +9,29 @@ namespace wb {
 
 namespace {
 
-// cuBLAS is column-major; a row-major C = A B is the column-major C^T = B^T A^T.
 void cublas_gemm(const Buffers& b, cudaStream_t) {
   const GemmArgs g = gemm_args(b);
-  const float alpha = 1.0f, beta = 0.0f;
-  const cublasStatus_t st = cublasGemmEx(b.cublas, CUBLAS_OP_N, CUBLAS_OP_N, g.n, g.m, g.k, &alpha, g.b, CUDA_R_16F,
-                                         g.n, g.a, CUDA_R_16F, g.k, &beta, g.c, CUDA_R_16F, g.n, CUBLAS_COMPUTE_32F,
-                                         CUBLAS_GEMM_DEFAULT);
-  if (st != CUBLAS_STATUS_SUCCESS) throw CudaError("cuBLAS error " + std::to_string(int(st)) + " in cublasGemmEx");
+  cublas_gemm_rowmajor(b.cublas, g.a, g.b, g.c, g.m, g.n, g.k);
 }
 
 // fp64 rows of A B (before any activation).
 std::vector<double> gemm_fp64_rows(const ProblemSize& s, const std::vector<HostTensor>& in, size_t,
                                    const std::vector<int64_t>& rows) {
-  const HostTensor& a = in[0];
-  const HostTensor& b = in[1];
-  const int64_t n = s.n, k = s.k;
+  return fp64_product_rows(in[0], in[1], s.n, s.k, rows);
+}
+
+}  // namespace
+
+// cuBLAS is column-major; a row-major C = A B is the column-major C^T = B^T A^T.
+void cublas_gemm_rowmajor(cublasHandle_t h, const __half* a, const __half* b, __half* c, int m, int n, int k) {
+  const float alpha = 1.0f, beta = 0.0f;
+  const cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_16F, n, a, CUDA_R_16F,
+                                         k, &beta, c, CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  if (st != CUBLAS_STATUS_SUCCESS) throw CudaError("cuBLAS error " + std::to_string(int(st)) + " in cublasGemmEx");
+}
+
+std::vector<double> fp64_product_rows(const HostTensor& a, const HostTensor& b, int64_t n, int64_t k,
+                                      const std::vector<int64_t>& rows) {
   std::vector<float> b_values(size_t(k * n));  // converted once: every row reads all of B
   for (int64_t i = 0; i < k * n; ++i) b_values[size_t(i)] = b.value(i);
   std::vector<double> out(rows.size() * size_t(n), 0.0);
@@ -38,8 +45,6 @@ std::vector<double> gemm_fp64_rows(const ProblemSize& s, const std::vector<HostT
   }
   return out;
 }
-
-}  // namespace
 
 GemmShape gemm_shape(const ProblemSize& s) { return GemmShape{s.m, s.n, s.k}; }
 

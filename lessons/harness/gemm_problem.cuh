@@ -22,6 +22,14 @@ namespace wb {
 using GemmVariant = TypedVariant<GemmArgs, GemmShape>;
 
 Problem gemm_problem();
+
+// C = A B, row-major fp16, by cublasGemmEx with fp32 compute: the reference of
+// the lessons whose product this is.
+void cublas_gemm_rowmajor(cublasHandle_t h, const __half* a, const __half* b, __half* c, int m, int n, int k);
+
+// fp64 rows `rows` of A B, A (.. x K) and B (K x N) fp16 row-major.
+std::vector<double> fp64_product_rows(const HostTensor& a, const HostTensor& b, int64_t n, int64_t k,
+                                      const std::vector<int64_t>& rows);
 GemmShape gemm_shape(const ProblemSize& s);
 GemmArgs gemm_args(const Buffers& b);
 

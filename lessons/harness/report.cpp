@@ -363,3 +363,41 @@ std::string gpu_slug(const std::string& gpu_name) {
 }
 
 }  // namespace wb
+
+namespace wb {
+
+std::string split_wave_line(const KernelConfig& c, const GpuInfo& gpu, int per_sm) {
+  const int64_t tiles = int64_t(c.tiles_m) * c.tiles_n;
+  const WaveResult w = wave_quantization({tiles, c.split_k, gpu.sm_count, per_sm});
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "split %d: %lld tiles x %d = %lld units on %d SMs (%d each; %d fit): %lld wave%s, "
+                "the last %.0f%% full",
+                c.split_k, static_cast<long long>(tiles), c.split_k, static_cast<long long>(w.units), gpu.sm_count,
+                per_sm, c.blocks_per_sm, static_cast<long long>(w.waves), w.waves == 1 ? "" : "s",
+                100.0 * w.last_wave_utilization);
+  return buf;
+}
+
+std::string copy_bandwidth_lines(const Results& r) {
+  if (!(r.copy_gbps > 0)) return "";
+  std::string out = "bandwidth: each variant's GB/s against the copy's " + std::to_string(int(r.copy_gbps + 0.5)) +
+                    " GB/s in this run\n";
+  const VariantResult* best = nullptr;
+  for (const VariantResult& v : r.variants) {
+    if (v.skipped || !(v.gbps > 0)) continue;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "  %-16s %7.0f GB/s  %5.1f%% of the copy\n", v.name.c_str(), v.gbps,
+                  100.0 * v.gbps / r.copy_gbps);
+    out += buf;
+    if (!v.reference && (!best || v.vs_cublas > best->vs_cublas)) best = &v;
+  }
+  if (best) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "fastest here: %s, %.2fx cuBLAS, at %.0f%% of the copy's bandwidth\n",
+                  best->name.c_str(), best->vs_cublas, 100.0 * best->gbps / r.copy_gbps);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace wb

@@ -58,6 +58,15 @@ std::string stream_k_model_line(int64_t k, const KernelConfig& kernel);
 // one block per SM (the same number of waves, unevenly).
 std::string balanced_grid_model_line(const KernelConfig& kernel, const GpuInfo& gpu);
 
+// A split-K grid in waves: "split 4: 32 tiles x 4 = 128 units on 132 SMs (1
+// each; 2 fit): 1 wave, the last 97% full" (`per_sm`: units the wave model
+// gives each SM).
+std::string split_wave_line(const KernelConfig& kernel, const GpuInfo& gpu, int per_sm);
+
+// Each variant's GB/s against the copy's timed in the same run, and the
+// fastest variant's ratio to the reference; "" when no copy was timed.
+std::string copy_bandwidth_lines(const Results& r);
+
 // Lesson 03's question, answered for one run: does the tile order matter at
 // this shape on this GPU? Each order's DRAM bytes (the L2 model), moved while
 // the math runs at the fastest order's measured rate, against what a

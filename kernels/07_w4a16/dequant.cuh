@@ -1,0 +1,106 @@
+// Lesson 07's dequantization: 4-bit values to fp16, w = (q - z) s, two ways.
+//
+//   convert   the paper's: shift and mask each nibble out, convert the integer
+//             to fp16 (I2F), subtract the zero point, multiply by the scale:
+//             per value a shift, an AND, a conversion and two fp16 operations
+//   magic     two nibbles at once: OR a nibble into the mantissa of the fp16
+//             number 1024 (0x6400: exponent 10, so the mantissa's last bit is
+//             worth 1) and the half is exactly 1024 + q. One lop3 does the
+//             mask and the OR for a pair (bits 0-3 and 16-19 of a word); one
+//             half2 subtract of (1024 + z) and one half2 multiply by s finish
+//             it. Per pair: a shift, a lop3 and two half2 operations
+//
+// Both round once, in the multiply (q - z is exact), so they give the bits the
+// host's fp32-then-fp16 dequantization gives (schedule/q4.hpp).
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "common/check.cuh"
+#include "common/gemm.cuh"
+#include "schedule/q4.hpp"
+
+namespace wb::w4a16 {
+
+// What every lesson 07 kernel gets: the activations, the weights in both
+// packed layouts with their scales and zero points, and C.
+struct W4Args {
+  const __half* a;          // (M, K) row-major
+  const uint32_t* bq;       // GPTQ: (K / 8, N) words
+  const __half* scales;     // (K / G, N)
+  const __half* zeros;      // (K / G, N), whole numbers in [0, 15]
+  const uint32_t* bs;       // shuffled (schedule/q4.hpp): q4::shuffled_words(K, N) words
+  const __half* sz;         // shuffled scales and zero points: q4::shuffled_scale_halves(K, N, G)
+  __half* c;                // (M, N) row-major
+  int m, n, k, group_size;
+  TraceRecord* trace;
+  void* workspace;
+  size_t workspace_bytes;
+};
+
+// One value by conversion (the paper's way).
+__device__ __forceinline__ __half dequant_convert(uint32_t word, int nibble, __half zero, __half scale) {
+  const int q = int((word >> (4 * nibble)) & 0xFu);
+  return __hmul(__hsub(__int2half_rn(q), zero), scale);
+}
+
+// Nibbles s and s + 4 of `word` as the fp16 pair (1024 + q_s, 1024 + q_{s+4}).
+__device__ __forceinline__ uint32_t magic_pair(uint32_t word, int s) {
+  uint32_t r;
+  const uint32_t x = word >> (4 * s);
+  // lop3 0xEA: (x & 0x000f000f) | 0x64006400
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(x), "r"(0x000F000Fu), "r"(0x64006400u));
+  return r;
+}
+
+__device__ __forceinline__ __half2 as_half2(uint32_t u) {
+  __half2 h;
+  static_assert(sizeof(h) == sizeof(u), "");
+  memcpy(&h, &u, sizeof u);
+  return h;
+}
+__device__ __forceinline__ uint32_t as_u32(__half2 h) {
+  uint32_t u;
+  memcpy(&u, &h, sizeof u);
+  return u;
+}
+
+// (q_s - z, q_{s+4} - z) s as an fp16 pair; `offset` is (1024 + z) in both halves.
+__device__ __forceinline__ __half2 dequant_pair(uint32_t word, int s, __half2 offset, __half2 scale) {
+  return __hmul2(__hsub2(as_half2(magic_pair(word, s)), offset), scale);
+}
+
+__device__ __forceinline__ __half2 magic_offset(__half zero) {
+  const __half o = __hadd(zero, __ushort_as_half(0x6400));  // 1024 + z, exact for z in [0, 15]
+  return __halves2half2(o, o);
+}
+
+// Step 1: the GPTQ-packed weights to fp16 W (K x N row-major), one word (8
+// values down a column) per thread, by conversion.
+__global__ void dequant_gptq_kernel(const uint32_t* __restrict__ bq, const __half* __restrict__ scales,
+                                    const __half* __restrict__ zeros, __half* __restrict__ w, int k, int n,
+                                    int group_size) {
+  const int64_t words = int64_t(k / q4::kValuesPerWord) * n;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < words; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t kw = i / n, col = i % n;
+    const uint32_t word = bq[i];
+    const int64_t k0 = kw * q4::kValuesPerWord;
+    const int64_t sz = (k0 / group_size) * n + col;  // a word never spans two groups (group_size % 8 == 0)
+    const __half zero = zeros[sz], scale = scales[sz];
+#pragma unroll
+    for (int e = 0; e < q4::kValuesPerWord; ++e) w[(k0 + e) * n + col] = dequant_convert(word, e, zero, scale);
+  }
+}
+
+inline void launch_dequant_gptq(const uint32_t* bq, const __half* scales, const __half* zeros, __half* w, int k, int n,
+                                int group_size, cudaStream_t stream) {
+  const int64_t words = int64_t(k / q4::kValuesPerWord) * n;
+  const int threads = 256;
+  const int blocks = int(std::min<int64_t>(ceil_div64(words, threads), int64_t(sm_count()) * 16));
+  dequant_gptq_kernel<<<blocks, threads, 0, stream>>>(bq, scales, zeros, w, k, n, group_size);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace wb::w4a16

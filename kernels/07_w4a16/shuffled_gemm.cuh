@@ -1,0 +1,382 @@
+// Steps 4 and 5 of lesson 07: a layout made for the kernel.
+//
+// The weights are shuffled once, offline (schedule/q4.hpp): for every 16-deep
+// k step of a 64-column strip, lane l of a warp finds at 16 l bytes exactly the
+// 32 values its m16n8k16 B fragments for the strip's 8 column tiles need, in
+// the nibble order the lop3 trick turns into (k, k + 1) pairs. So B never
+// passes through an fp16 tile: a warp copies its 512 bytes per k step into
+// shared memory with cp.async (marked evict-first: every weight is read once,
+// and L2 should keep A and the scales instead), reads them back with one
+// 16-byte load per lane, and dequantizes straight into the registers the
+// tensor cores read. The scales and zero points are shuffled the same way: one
+// 32-byte read per lane per group. No ldmatrix.trans, no second barrier, no
+// scattered 2-byte stores.
+//
+// A block is 4 warps side by side, each a 64-column strip (256 columns), for
+// BLOCK_M = 16 rows (32 above M = 16: two m16 tiles share each dequantized B
+// fragment). Split-K as in lesson 06, the partial sums added one of three ways:
+//   Combine::atomic      fp16x2 atomics into C (zeroed first), as in step 2
+//   Combine::serial      lesson 06's semaphore: a tile's splits add in turn
+//   Combine::last_block  every split writes its fp32 partial to a workspace
+//                        slice; the last to finish (a counter per tile) adds
+//                        the slices in order, as lesson 06's streaming kernel
+// The last two give the same bits on every run.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include "06_splitk/splitk_gemm.cuh"
+#include "07_w4a16/dequant.cuh"
+#include "common/sync.cuh"
+
+namespace wb::w4a16 {
+
+enum class Combine { atomic, serial, last_block };
+
+template <int MT, int STAGES_>
+struct ShuffledShape {
+  static constexpr int MMAS_M = MT;  // m16 tiles per block
+  static constexpr int BLOCK_M = 16 * MT;
+  static constexpr int BLOCK_N = q4::kShuffledColumns;  // 4 warps x 64 columns
+  static constexpr int BLOCK_K = q4::kShuffledDepth;    // 4 k steps of 16
+  static constexpr int WARPS = BLOCK_N / q4::kStripColumns;
+  static constexpr int THREADS = WARPS * 32;
+  static constexpr int STAGES = STAGES_;
+  static constexpr int STEPS = BLOCK_K / 16;
+  static constexpr int A_STAGE_HALVES = BLOCK_M * BLOCK_K;
+  static constexpr int A_CHUNKS_PER_THREAD = A_STAGE_HALVES / 8 / THREADS;
+  static constexpr int B_STAGE_BYTES = BLOCK_N * BLOCK_K / 2;
+  static constexpr int SZ_GROUP_BYTES = WARPS * 8 * 32;       // a group's scales and zeros for the block's strips
+  static constexpr int SZ_STAGE_BYTES = 2 * SZ_GROUP_BYTES;  // a 64-deep slice spans at most 2 groups (G >= 32)
+  static constexpr int STAGE_BYTES = A_STAGE_HALVES * 2 + B_STAGE_BYTES + SZ_STAGE_BYTES;
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;
+  static_assert(A_STAGE_HALVES % (8 * THREADS) == 0, "A's 16-byte chunks split evenly over the threads");
+  static_assert(B_STAGE_BYTES == 4 * 16 * THREADS, "four 16-byte chunks of B per thread and stage");
+  static_assert(SZ_GROUP_BYTES / 16 <= THREADS / 2, "a group's scales are copied by half the threads");
+};
+
+using Shuffled16 = ShuffledShape<1, 6>;
+using Shuffled32 = ShuffledShape<2, 5>;
+
+// cp.async of 16 bytes read once: marked evict-first in L2. The policy is made
+// inside the same asm statement as the copy that uses it (a policy held in a
+// register across the main loop was seen to reach the copy invalid: an
+// illegal-instruction fault).
+__device__ __forceinline__ void cp_async_16_evict_first(uint32_t smem_address, const void* gmem) {
+  asm volatile(
+      "{\n"
+      "  .reg .b64 policy;\n"
+      "  createpolicy.fractional.L2::evict_first.b64 policy, 1.0;\n"
+      "  cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, policy;\n"
+      "}\n" ::"r"(smem_address),
+      "l"(gmem));
+}
+
+template <int MT>
+struct ShuffledAcc {
+  float v[MT][8][4];
+};
+
+// f(row, col, v0, v1) for each neighbouring pair C[row][col .. col + 1] the thread holds.
+template <int MT, class F>
+__device__ __forceinline__ void for_each_shuffled_pair(const ShuffledAcc<MT>& acc, int m0, int n0, F&& f) {
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int row0 = m0 + lane / 4, col0 = n0 + warp * q4::kStripColumns + (lane % 4) * 2;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int t = 0; t < 8; ++t) {
+      f(row0 + 16 * i, col0 + 8 * t, acc.v[i][t][0], acc.v[i][t][1]);
+      f(row0 + 16 * i + 8, col0 + 8 * t, acc.v[i][t][2], acc.v[i][t][3]);
+    }
+}
+
+template <class S, Combine R>
+__global__ void __launch_bounds__(S::THREADS) shuffled_w4_kernel(W4Args p, int splits) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ bool last_block;
+  constexpr int MT = S::MMAS_M;
+  const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int64_t np = q4::padded_n(p.n), kp = q4::padded_k(p.k);
+  const int tiles_n = int(np / S::BLOCK_N), tiles_m = ceil_div(p.m, S::BLOCK_M);
+  const int k_tiles = int(kp / S::BLOCK_K);
+  const int64_t steps = kp / 16, strips = np / q4::kStripColumns;
+  const bool two_groups = p.group_size < S::BLOCK_K;  // G = 32: a slice holds two groups
+
+  const uint64_t t0 = trace_start(p.trace);
+  // Unit u: the m tiles of a column block next to each other, so they run
+  // together and read the block's weights from L2, not from memory, after the first.
+  const SplitUnit unit = split_unit(blockIdx.x, tiles_m * tiles_n);
+  const int tm = unit.tile % tiles_m, tn = unit.tile / tiles_m;
+  const int m0 = tm * S::BLOCK_M, n0 = tn * S::BLOCK_N;
+  const int64_t strip0 = int64_t(tn) * S::WARPS;
+  const int kt_begin = split_k_begin(k_tiles, splits, unit.split);
+  const int kt_end = split_k_begin(k_tiles, splits, unit.split + 1);
+
+  auto stage_base = [&](int stage) { return smem + stage * S::STAGE_BYTES; };
+  auto load_slice = [&](int stage, int kt) {
+    unsigned char* base = stage_base(stage);
+    splitk::load_a_slice<S, true>(p.a, p.m, p.k, reinterpret_cast<__half*>(base), m0, kt * S::BLOCK_K);
+    unsigned char* bstage = base + S::A_STAGE_HALVES * 2;
+    // Warp w's strip, k step j = tid / 32 of the slice: 512 contiguous bytes.
+#pragma unroll
+    for (int w = 0; w < S::WARPS; ++w) {
+      const int j = tid / 32;
+      const int64_t chunk = ((strip0 + w) * steps + int64_t(kt) * S::STEPS + j) * 32 + lane;
+      cp_async_16_evict_first(shared_address(bstage + ((w * S::STEPS + j) * 32 + lane) * 16), p.bs + chunk * 4);
+    }
+    // The slice's group(s): for each, the block's strips' 32-byte rows, 1 KiB in all.
+    unsigned char* szstage = bstage + S::B_STAGE_BYTES;
+    const int sub = tid / (S::SZ_GROUP_BYTES / 16), c = tid % (S::SZ_GROUP_BYTES / 16);
+    if (sub < (two_groups ? 2 : 1)) {
+      const int64_t group = int64_t(kt) * S::BLOCK_K / p.group_size + sub;
+      const __half* src = p.sz + (group * strips + strip0) * 8 * 16 + c * 8;
+      cp_async_16_zero_fill(shared_address(szstage + sub * S::SZ_GROUP_BYTES + c * 16), src, 16);
+    }
+  };
+
+  ShuffledAcc<MT> acc;
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int t = 0; t < 8; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc.v[i][t][e] = 0.0f;
+
+  // A fragments: ldmatrix rows as lesson 06 addresses them (the swizzle's
+  // period is 8 rows, so m tile i is 16 i rows further on the same pattern).
+  const int a_swz = swizzle_bits<S::BLOCK_K>(lane % 16) ^ (lane / 16);
+  const uint32_t a_lane = 2 * uint32_t((lane % 16) * S::BLOCK_K);
+
+  const int count = kt_end - kt_begin;
+#pragma unroll
+  for (int s = 0; s < S::STAGES - 1; ++s) {
+    if (s < count) load_slice(s, kt_begin + s);
+    cp_async_commit_group();
+  }
+  __half2 scale2[8], offset2[8];
+  for (int t = 0; t < count; ++t) {
+    cp_async_wait_group<S::STAGES - 2>();
+    __syncthreads();  // slice t landed; every warp done with slice t - 1
+    const int refill = t + S::STAGES - 1;
+    if (refill < count) load_slice(refill % S::STAGES, kt_begin + refill);
+    cp_async_commit_group();
+
+    const unsigned char* base = stage_base(t % S::STAGES);
+    const uint32_t a_stage = shared_address(base);
+    const unsigned char* bstage = base + S::A_STAGE_HALVES * 2;
+    const unsigned char* szstage = bstage + S::B_STAGE_BYTES;
+    const int k0 = (kt_begin + t) * S::BLOCK_K;
+#pragma unroll
+    for (int j = 0; j < S::STEPS; ++j) {
+      if (j == 0 || (two_groups && j == 2) || (k0 + 16 * j) % p.group_size == 0) {
+        // This group's scales and zero points for the thread's 8 columns.
+        const int sub = two_groups ? j / 2 : 0;
+        const uint4* row =
+            reinterpret_cast<const uint4*>(szstage + sub * S::SZ_GROUP_BYTES + (warp * 8 + lane / 4) * 32);
+        const uint4 sv = row[0], zv = row[1];
+        const uint32_t su[4] = {sv.x, sv.y, sv.z, sv.w}, zu[4] = {zv.x, zv.y, zv.z, zv.w};
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const __half2 s = as_half2(su[q]), z = as_half2(zu[q]);
+          scale2[2 * q] = __low2half2(s);
+          scale2[2 * q + 1] = __high2half2(s);
+          offset2[2 * q] = magic_offset(__low2half(z));
+          offset2[2 * q + 1] = magic_offset(__high2half(z));
+        }
+      }
+      const uint4 bw = *reinterpret_cast<const uint4*>(bstage + ((warp * S::STEPS + j) * 32 + lane) * 16);
+      const uint32_t words[4] = {bw.x, bw.y, bw.z, bw.w};
+      uint32_t bf[8][2];
+#pragma unroll
+      for (int w = 0; w < 4; ++w)
+#pragma unroll
+        for (int s = 0; s < 4; ++s) {
+          const int tile = 2 * w + s / 2;
+          bf[tile][s % 2] = as_u32(dequant_pair(words[w], s, offset2[tile], scale2[tile]));
+        }
+      uint32_t af[MT][4];
+#pragma unroll
+      for (int i = 0; i < MT; ++i) ldmatrix_x4(af[i], a_stage + a_lane + 2 * (i * 16 * S::BLOCK_K + ((2 * j) ^ a_swz) * 8));
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int tile = 0; tile < 8; ++tile) mma_m16n8k16_f32(acc.v[i][tile], af[i], bf[tile]);
+    }
+  }
+  cp_async_wait_group<0>();
+
+  splitk::SplitKParams out{};
+  out.c = p.c;
+  out.m = p.m;
+  out.n = p.n;
+  const int tile_index = tn * tiles_m + tm;
+  if constexpr (R == Combine::atomic) {
+    for_each_shuffled_pair<MT>(acc, m0, n0,
+                               [&](int r, int c, float v0, float v1) { splitk::atomic_add_pair(out, r, c, v0, v1); });
+  } else if constexpr (R == Combine::serial) {
+    // Lesson 06's semaphore: split s waits for the flag to say s, adds into the
+    // fp32 running sum (M x N after the flags... before them), passes it on.
+    float* sums = static_cast<float*>(p.workspace);
+    uint32_t* flag = reinterpret_cast<uint32_t*>(sums + int64_t(p.m) * p.n) + tile_index;
+    const bool first = unit.split == 0, last = unit.split == splits - 1;
+    if (!first) {
+      if (tid == 0)
+        while (load_acquire_gpu(flag) != uint32_t(unit.split)) __nanosleep(32);
+      __syncthreads();
+    }
+    for_each_shuffled_pair<MT>(acc, m0, n0, [&](int r, int c, float v0, float v1) {
+      if (r >= p.m || c >= p.n) return;
+      float* sum = sums + int64_t(r) * p.n + c;
+      const bool two = c + 1 < p.n;
+      if (!first) {
+        v0 += __ldcg(sum);
+        if (two) v1 += __ldcg(sum + 1);
+      }
+      if (last) {
+        splitk::store_pair(out, r, c, v0, v1);
+      } else {
+        sum[0] = v0;
+        if (two) sum[1] = v1;
+      }
+    });
+    if (splits > 1) {
+      __syncthreads();
+      if (tid == 0) {
+        __threadfence();
+        store_release_gpu(flag, last ? 0u : uint32_t(unit.split + 1));
+      }
+    }
+  } else {
+    // Every split's partial into its slice; the last one to arrive adds the
+    // slices in order 0 .. splits - 1 (the same order every run).
+    const int64_t mn = int64_t(p.m) * p.n;
+    float* slices = static_cast<float*>(p.workspace);
+    uint32_t* counter = reinterpret_cast<uint32_t*>(slices + int64_t(splits) * mn) + tile_index;
+    if (splits == 1) {
+      for_each_shuffled_pair<MT>(acc, m0, n0,
+                                 [&](int r, int c, float v0, float v1) { splitk::store_pair(out, r, c, v0, v1); });
+    } else {
+      float* mine = slices + int64_t(unit.split) * mn;
+      for_each_shuffled_pair<MT>(acc, m0, n0, [&](int r, int c, float v0, float v1) {
+        if (r >= p.m || c >= p.n) return;
+        mine[int64_t(r) * p.n + c] = v0;
+        if (c + 1 < p.n) mine[int64_t(r) * p.n + c + 1] = v1;
+      });
+      __syncthreads();  // every thread's stores come before the count
+      if (tid == 0) {
+        __threadfence();
+        const uint32_t before = atomicAdd(counter, 1u);
+        last_block = before == uint32_t(splits - 1);
+        if (last_block) {
+          __threadfence();  // the others' slices are seen after their count
+          *counter = 0;     // lowered for the next launch
+        }
+      }
+      __syncthreads();
+      if (last_block) {
+        for_each_shuffled_pair<MT>(acc, m0, n0, [&](int r, int c, float, float) {
+          if (r >= p.m || c >= p.n) return;
+          const bool two = c + 1 < p.n;
+          float v0 = 0.0f, v1 = 0.0f;
+          for (int s = 0; s < splits; ++s) {
+            const float* slice = slices + int64_t(s) * mn + int64_t(r) * p.n + c;
+            v0 += __ldcg(slice);
+            if (two) v1 += __ldcg(slice + 1);
+          }
+          splitk::store_pair(out, r, c, v0, v1);
+        });
+      }
+    }
+  }
+  trace_end(p.trace, int(blockIdx.x), tm, tn, kt_begin * S::BLOCK_K, min(kt_end * S::BLOCK_K, p.k), t0);
+}
+
+// ---------------------------------------------------------------- host side
+
+template <class S, Combine R>
+const void* shuffled_kernel_ready() {
+  static const bool configured = [] {
+    CUDA_CHECK(cudaFuncSetAttribute(shuffled_w4_kernel<S, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    S::SMEM_BYTES));
+    return true;
+  }();
+  (void)configured;
+  return reinterpret_cast<const void*>(&shuffled_w4_kernel<S, R>);
+}
+
+// Units the wave model gives each SM: two, so that one block's adding of
+// partials and its pipeline's start overlap the other's loads.
+constexpr int kShuffledUnitsPerSm = 2;
+
+struct ShuffledPlanned {
+  int block_m = 16, block_n = 256, block_k = 64, threads = 128, smem = 0, stages = 0;
+  int tiles_m = 0, tiles_n = 0, k_tiles = 0, blocks_per_sm = 0;
+  int splits = 1, wanted = 1;
+  int64_t grid = 0;
+};
+
+template <class S, Combine R>
+ShuffledPlanned shuffled_plan_for(int m, int n, int k, int requested) {
+  ShuffledPlanned q;
+  q.block_m = S::BLOCK_M;
+  q.block_n = S::BLOCK_N;
+  q.block_k = S::BLOCK_K;
+  q.threads = S::THREADS;
+  q.smem = S::SMEM_BYTES;
+  q.stages = S::STAGES;
+  q.tiles_m = ceil_div(m, S::BLOCK_M);
+  q.tiles_n = int(q4::padded_n(n) / S::BLOCK_N);
+  q.k_tiles = int(q4::padded_k(k) / S::BLOCK_K);
+  static const int resident = std::max(1, blocks_per_sm(shuffled_kernel_ready<S, R>(), S::THREADS, S::SMEM_BYTES));
+  static const int sms = sm_count();
+  q.blocks_per_sm = resident;
+  const int64_t tiles = int64_t(q.tiles_m) * q.tiles_n;
+  q.wanted = requested > 0 ? requested
+                           : split_k_for_waves(tiles, q.k_tiles, sms * std::min(resident, kShuffledUnitsPerSm));
+  q.splits = clamp_split_k(q.wanted, q.k_tiles);
+  q.grid = tiles * q.splits;
+  return q;
+}
+
+template <Combine R>
+ShuffledPlanned plan_shuffled(int m, int n, int k, int requested) {
+  return m <= 16 ? shuffled_plan_for<Shuffled16, R>(m, n, k, requested)
+                 : shuffled_plan_for<Shuffled32, R>(m, n, k, requested);
+}
+
+// Workspace: serial, the fp32 running sum (M x N) and a flag per tile;
+// last_block, a slice per split and a counter per tile.
+template <Combine R>
+size_t shuffled_workspace_bytes(int m, int n, int k, int requested) {
+  if (R == Combine::atomic) return 0;
+  const ShuffledPlanned q = plan_shuffled<R>(m, n, k, requested);
+  const size_t mn = size_t(m) * size_t(n), tiles = size_t(q.tiles_m) * size_t(q.tiles_n);
+  return (R == Combine::serial ? mn : mn * size_t(q.splits)) * sizeof(float) + tiles * sizeof(uint32_t);
+}
+
+template <class S, Combine R>
+void launch_shuffled_with(const W4Args& a, const ShuffledPlanned& q, cudaStream_t stream) {
+  const size_t need = shuffled_workspace_bytes<R>(a.m, a.n, a.k, q.wanted);
+  if (need > 0 && (a.workspace == nullptr || a.workspace_bytes < need))
+    throw CudaError("lesson 07: the shuffled kernel needs a workspace of " + std::to_string(need) + " bytes; it got " +
+                    std::to_string(a.workspace ? a.workspace_bytes : 0));
+  W4Args p = a;
+  int splits = q.splits;
+  void* args[] = {&p, &splits};
+  CUDA_CHECK(cudaLaunchKernel(shuffled_kernel_ready<S, R>(), dim3(unsigned(q.grid)), dim3(S::THREADS), args,
+                              size_t(S::SMEM_BYTES), stream));
+  CUDA_CHECK_LAUNCH();
+}
+
+// Combine::atomic: C must be zero before the launch.
+template <Combine R>
+void launch_shuffled(const W4Args& a, int requested, cudaStream_t stream) {
+  const ShuffledPlanned q = plan_shuffled<R>(a.m, a.n, a.k, requested);
+  if (a.m <= 16)
+    launch_shuffled_with<Shuffled16, R>(a, q, stream);
+  else
+    launch_shuffled_with<Shuffled32, R>(a, q, stream);
+}
+
+}  // namespace wb::w4a16
