@@ -28,8 +28,8 @@
 //   step 4  shuffled        a layout made for the kernel, shuffled once offline: each
 //                           lane's 16 bytes per k step are exactly its tensor-core
 //                           fragments' values, so they go from shared memory straight
-//                           to registers, dequantized there; B is copied evict-first
-//                           (read once), no fp16 tile, one barrier per slice
+//                           to registers, dequantized there: no fp16 tile, no
+//                           ldmatrix.trans, one barrier per slice
 //   step 5  serial          step 4 with lesson 06's semaphore instead of atomics
 //           in_order        step 4, the last split of a tile adding the others'
 //                           slices in order (lesson 06's streaming kernel): both give

@@ -5,8 +5,7 @@
 // 32 values its m16n8k16 B fragments for the strip's 8 column tiles need, in
 // the nibble order the lop3 trick turns into (k, k + 1) pairs. So B never
 // passes through an fp16 tile: a warp copies its 512 bytes per k step into
-// shared memory with cp.async (marked evict-first: every weight is read once,
-// and L2 should keep A and the scales instead), reads them back with one
+// shared memory with cp.async, reads them back with one
 // 16-byte load per lane, and dequantizes straight into the registers the
 // tensor cores read. The scales and zero points are shuffled the same way: one
 // 32-byte read per lane per group. No ldmatrix.trans, no second barrier, no
@@ -58,20 +57,6 @@ struct ShuffledShape {
 using Shuffled16 = ShuffledShape<1, 6>;
 using Shuffled32 = ShuffledShape<2, 5>;
 
-// cp.async of 16 bytes read once: marked evict-first in L2. The policy is made
-// inside the same asm statement as the copy that uses it (a policy held in a
-// register across the main loop was seen to reach the copy invalid: an
-// illegal-instruction fault).
-__device__ __forceinline__ void cp_async_16_evict_first(uint32_t smem_address, const void* gmem) {
-  asm volatile(
-      "{\n"
-      "  .reg .b64 policy;\n"
-      "  createpolicy.fractional.L2::evict_first.b64 policy, 1.0;\n"
-      "  cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, policy;\n"
-      "}\n" ::"r"(smem_address),
-      "l"(gmem));
-}
-
 template <int MT>
 struct ShuffledAcc {
   float v[MT][8][4];
@@ -94,7 +79,6 @@ __device__ __forceinline__ void for_each_shuffled_pair(const ShuffledAcc<MT>& ac
 template <class S, Combine R>
 __global__ void __launch_bounds__(S::THREADS) shuffled_w4_kernel(W4Args p, int splits) {
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ bool last_block;
   constexpr int MT = S::MMAS_M;
   const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const int64_t np = q4::padded_n(p.n), kp = q4::padded_k(p.k);
@@ -123,7 +107,7 @@ __global__ void __launch_bounds__(S::THREADS) shuffled_w4_kernel(W4Args p, int s
     for (int w = 0; w < S::WARPS; ++w) {
       const int j = tid / 32;
       const int64_t chunk = ((strip0 + w) * steps + int64_t(kt) * S::STEPS + j) * 32 + lane;
-      cp_async_16_evict_first(shared_address(bstage + ((w * S::STEPS + j) * 32 + lane) * 16), p.bs + chunk * 4);
+      cp_async_16_zero_fill(shared_address(bstage + ((w * S::STEPS + j) * 32 + lane) * 16), p.bs + chunk * 4, 16);
     }
     // The slice's group(s): for each, the block's strips' 32-byte rows, 1 KiB in all.
     unsigned char* szstage = bstage + S::B_STAGE_BYTES;
@@ -263,18 +247,21 @@ __global__ void __launch_bounds__(S::THREADS) shuffled_w4_kernel(W4Args p, int s
         mine[int64_t(r) * p.n + c] = v0;
         if (c + 1 < p.n) mine[int64_t(r) * p.n + c + 1] = v1;
       });
-      __syncthreads();  // every thread's stores come before the count
+      // Whether this block is the tile's last, told to every thread through
+      // the (now idle) pipeline memory.
+      volatile uint32_t* last = reinterpret_cast<volatile uint32_t*>(smem);
+      __syncthreads();  // every thread's stores come before the count; every warp done with the pipeline
       if (tid == 0) {
         __threadfence();
         const uint32_t before = atomicAdd(counter, 1u);
-        last_block = before == uint32_t(splits - 1);
-        if (last_block) {
+        *last = before == uint32_t(splits - 1) ? 1u : 0u;
+        if (before == uint32_t(splits - 1)) {
           __threadfence();  // the others' slices are seen after their count
           *counter = 0;     // lowered for the next launch
         }
       }
       __syncthreads();
-      if (last_block) {
+      if (*last != 0u) {
         for_each_shuffled_pair<MT>(acc, m0, n0, [&](int r, int c, float, float) {
           if (r >= p.m || c >= p.n) return;
           const bool two = c + 1 < p.n;
