@@ -11,9 +11,12 @@
 // 32-byte read per lane per group. No ldmatrix.trans, no second barrier, no
 // scattered 2-byte stores.
 //
-// A block is 4 warps side by side, each a 64-column strip (256 columns), for
-// BLOCK_M = 16 rows (32 above M = 16: two m16 tiles share each dequantized B
-// fragment). Split-K as in lesson 06, the partial sums added one of three ways:
+// A block is 8 warps: 4 side by side, each a 64-column strip (256 columns),
+// and two on each strip, each taking two of a slice's four k steps (their
+// sums are added in shared memory at the end), for BLOCK_M = 16 rows (32
+// above M = 16: two m16 tiles share each dequantized B fragment). The block's
+// fp32 partial tile then sits in shared memory, and the splits' partials are
+// added row by row, one of three ways (split-K as in lesson 06):
 //   Combine::atomic      fp16x2 atomics into C (zeroed first), as in step 2
 //   Combine::serial      lesson 06's semaphore: a tile's splits add in turn
 //   Combine::last_block  every split writes its fp32 partial to a workspace
@@ -36,22 +39,29 @@ template <int MT, int STAGES_>
 struct ShuffledShape {
   static constexpr int MMAS_M = MT;  // m16 tiles per block
   static constexpr int BLOCK_M = 16 * MT;
-  static constexpr int BLOCK_N = q4::kShuffledColumns;  // 4 warps x 64 columns
+  static constexpr int BLOCK_N = q4::kShuffledColumns;  // 4 strips of 64 columns
   static constexpr int BLOCK_K = q4::kShuffledDepth;    // 4 k steps of 16
-  static constexpr int WARPS = BLOCK_N / q4::kStripColumns;
-  static constexpr int THREADS = WARPS * 32;
+  static constexpr int WARPS_N = BLOCK_N / q4::kStripColumns;
+  static constexpr int WARPS_K = 2;  // two warps per strip, each two of a slice's four k steps
+  static constexpr int THREADS = WARPS_N * WARPS_K * 32;
   static constexpr int STAGES = STAGES_;
   static constexpr int STEPS = BLOCK_K / 16;
+  static constexpr int STEPS_PER_WARP = STEPS / WARPS_K;
   static constexpr int A_STAGE_HALVES = BLOCK_M * BLOCK_K;
-  static constexpr int A_CHUNKS_PER_THREAD = A_STAGE_HALVES / 8 / THREADS;
+  static constexpr int A_CHUNKS = A_STAGE_HALVES / 8;
   static constexpr int B_STAGE_BYTES = BLOCK_N * BLOCK_K / 2;
-  static constexpr int SZ_GROUP_BYTES = WARPS * 8 * 32;       // a group's scales and zeros for the block's strips
+  static constexpr int B_CHUNKS_PER_THREAD = B_STAGE_BYTES / 16 / THREADS;
+  static constexpr int SZ_GROUP_BYTES = WARPS_N * 8 * 32;    // a group's scales and zeros for the block's strips
   static constexpr int SZ_STAGE_BYTES = 2 * SZ_GROUP_BYTES;  // a 64-deep slice spans at most 2 groups (G >= 32)
   static constexpr int STAGE_BYTES = A_STAGE_HALVES * 2 + B_STAGE_BYTES + SZ_STAGE_BYTES;
-  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;
-  static_assert(A_STAGE_HALVES % (8 * THREADS) == 0, "A's 16-byte chunks split evenly over the threads");
-  static_assert(B_STAGE_BYTES == 4 * 16 * THREADS, "four 16-byte chunks of B per thread and stage");
-  static_assert(SZ_GROUP_BYTES / 16 <= THREADS / 2, "a group's scales are copied by half the threads");
+  static constexpr int TILE_LD = BLOCK_N + 8;  // the fp32 partial tile's row, padded
+  static constexpr int TILE_BYTES = BLOCK_M * TILE_LD * 4;
+  static constexpr int SMEM_BYTES =
+      STAGES * STAGE_BYTES > TILE_BYTES + 16 ? STAGES * STAGE_BYTES : TILE_BYTES + 16;  // + the last-block flag
+  static_assert(STEPS % WARPS_K == 0, "the warps of a strip split a slice's k steps evenly");
+  static_assert(B_STAGE_BYTES % (16 * THREADS) == 0, "B's 16-byte chunks split evenly over the threads");
+  static_assert(A_CHUNKS <= THREADS, "one 16-byte chunk of A per thread at most");
+  static_assert(2 * SZ_GROUP_BYTES / 16 <= THREADS, "two groups' scales are copied at once");
 };
 
 using Shuffled16 = ShuffledShape<1, 6>;
@@ -62,18 +72,27 @@ struct ShuffledAcc {
   float v[MT][8][4];
 };
 
-// f(row, col, v0, v1) for each neighbouring pair C[row][col .. col + 1] the thread holds.
-template <int MT, class F>
-__device__ __forceinline__ void for_each_shuffled_pair(const ShuffledAcc<MT>& acc, int m0, int n0, F&& f) {
-  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
-  const int row0 = m0 + lane / 4, col0 = n0 + warp * q4::kStripColumns + (lane % 4) * 2;
+// The block's fp32 partial tile in shared memory: the k-half warps' sums
+// added there, then every way of combining splits reads it row by row.
+template <class S>
+__device__ __forceinline__ void accumulate_into_tile(float* tile, const ShuffledAcc<S::MMAS_M>& acc, int strip,
+                                                     int lane, bool add) {
+  const int row0 = lane / 4, col0 = strip * q4::kStripColumns + (lane % 4) * 2;
 #pragma unroll
-  for (int i = 0; i < MT; ++i)
+  for (int i = 0; i < S::MMAS_M; ++i)
 #pragma unroll
-    for (int t = 0; t < 8; ++t) {
-      f(row0 + 16 * i, col0 + 8 * t, acc.v[i][t][0], acc.v[i][t][1]);
-      f(row0 + 16 * i + 8, col0 + 8 * t, acc.v[i][t][2], acc.v[i][t][3]);
-    }
+    for (int t = 0; t < 8; ++t)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float2* dst = reinterpret_cast<float2*>(tile + (16 * i + row0 + 8 * h) * S::TILE_LD + col0 + 8 * t);
+        float2 v = make_float2(acc.v[i][t][2 * h], acc.v[i][t][2 * h + 1]);
+        if (add) {
+          const float2 old = *dst;
+          v.x += old.x;
+          v.y += old.y;
+        }
+        *dst = v;
+      }
 }
 
 template <class S, Combine R>
@@ -81,6 +100,7 @@ __global__ void __launch_bounds__(S::THREADS) shuffled_w4_kernel(W4Args p, int s
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int MT = S::MMAS_M;
   const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int strip = warp % S::WARPS_N, khalf = warp / S::WARPS_N;
   const int64_t np = q4::padded_n(p.n), kp = q4::padded_k(p.k);
   const int tiles_n = int(np / S::BLOCK_N), tiles_m = ceil_div(p.m, S::BLOCK_M);
   const int k_tiles = int(kp / S::BLOCK_K);
@@ -93,21 +113,30 @@ __global__ void __launch_bounds__(S::THREADS) shuffled_w4_kernel(W4Args p, int s
   const SplitUnit unit = split_unit(blockIdx.x, tiles_m * tiles_n);
   const int tm = unit.tile % tiles_m, tn = unit.tile / tiles_m;
   const int m0 = tm * S::BLOCK_M, n0 = tn * S::BLOCK_N;
-  const int64_t strip0 = int64_t(tn) * S::WARPS;
+  const int64_t strip0 = int64_t(tn) * S::WARPS_N;
   const int kt_begin = split_k_begin(k_tiles, splits, unit.split);
   const int kt_end = split_k_begin(k_tiles, splits, unit.split + 1);
 
   auto stage_base = [&](int stage) { return smem + stage * S::STAGE_BYTES; };
   auto load_slice = [&](int stage, int kt) {
     unsigned char* base = stage_base(stage);
-    splitk::load_a_slice<S, true>(p.a, p.m, p.k, reinterpret_cast<__half*>(base), m0, kt * S::BLOCK_K);
+    // A: rows m0.., k columns of the slice, swizzled as lesson 06's tiles; zeros outside.
+    if (tid < S::A_CHUNKS) {
+      constexpr int A_CPR = S::BLOCK_K / 8;
+      const int row = tid / A_CPR, chunk = tid % A_CPR;
+      const int gr = m0 + row, gc = kt * S::BLOCK_K + chunk * 8;
+      const bool inside = gr < p.m && gc < p.k;  // k % 8 == 0: a chunk is wholly in or out
+      cp_async_16_zero_fill(shared_address(reinterpret_cast<__half*>(base) + swizzled_offset<S::BLOCK_K>(row, chunk)),
+                            inside ? p.a + int64_t(gr) * p.k + gc : p.a, inside ? 16 : 0);
+    }
+    // B: strip w, k step j, lane l at ((w * STEPS + j) * 32 + l) * 16: for each
+    // strip and step, 512 contiguous bytes in memory and in shared memory.
     unsigned char* bstage = base + S::A_STAGE_HALVES * 2;
-    // Warp w's strip, k step j = tid / 32 of the slice: 512 contiguous bytes.
 #pragma unroll
-    for (int w = 0; w < S::WARPS; ++w) {
-      const int j = tid / 32;
-      const int64_t chunk = ((strip0 + w) * steps + int64_t(kt) * S::STEPS + j) * 32 + lane;
-      cp_async_16_zero_fill(shared_address(bstage + ((w * S::STEPS + j) * 32 + lane) * 16), p.bs + chunk * 4, 16);
+    for (int i = 0; i < S::B_CHUNKS_PER_THREAD; ++i) {
+      const int c = tid + i * S::THREADS, w = c / (S::STEPS * 32), j = (c / 32) % S::STEPS, l = c % 32;
+      const int64_t chunk = ((strip0 + w) * steps + int64_t(kt) * S::STEPS + j) * 32 + l;
+      cp_async_16_zero_fill(shared_address(bstage + c * 16), p.bs + chunk * 4, 16);
     }
     // The slice's group(s): for each, the block's strips' 32-byte rows, 1 KiB in all.
     unsigned char* szstage = bstage + S::B_STAGE_BYTES;
@@ -150,26 +179,26 @@ __global__ void __launch_bounds__(S::THREADS) shuffled_w4_kernel(W4Args p, int s
     const uint32_t a_stage = shared_address(base);
     const unsigned char* bstage = base + S::A_STAGE_HALVES * 2;
     const unsigned char* szstage = bstage + S::B_STAGE_BYTES;
-    const int k0 = (kt_begin + t) * S::BLOCK_K;
 #pragma unroll
-    for (int j = 0; j < S::STEPS; ++j) {
-      if (j == 0 || (two_groups && j == 2) || (k0 + 16 * j) % p.group_size == 0) {
+    for (int jj = 0; jj < S::STEPS_PER_WARP; ++jj) {
+      const int j = khalf * S::STEPS_PER_WARP + jj;  // this warp's k step of the slice
+      if (jj == 0 || (two_groups && j == S::STEPS / 2)) {
         // This group's scales and zero points for the thread's 8 columns.
-        const int sub = two_groups ? j / 2 : 0;
+        const int sub = two_groups ? j / (S::STEPS / 2) : 0;
         const uint4* row =
-            reinterpret_cast<const uint4*>(szstage + sub * S::SZ_GROUP_BYTES + (warp * 8 + lane / 4) * 32);
+            reinterpret_cast<const uint4*>(szstage + sub * S::SZ_GROUP_BYTES + (strip * 8 + lane / 4) * 32);
         const uint4 sv = row[0], zv = row[1];
         const uint32_t su[4] = {sv.x, sv.y, sv.z, sv.w}, zu[4] = {zv.x, zv.y, zv.z, zv.w};
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
-          const __half2 s = as_half2(su[q]), z = as_half2(zu[q]);
-          scale2[2 * q] = __low2half2(s);
-          scale2[2 * q + 1] = __high2half2(s);
+          const __half2 sc = as_half2(su[q]), z = as_half2(zu[q]);
+          scale2[2 * q] = __low2half2(sc);
+          scale2[2 * q + 1] = __high2half2(sc);
           offset2[2 * q] = magic_offset(__low2half(z));
           offset2[2 * q + 1] = magic_offset(__high2half(z));
         }
       }
-      const uint4 bw = *reinterpret_cast<const uint4*>(bstage + ((warp * S::STEPS + j) * 32 + lane) * 16);
+      const uint4 bw = *reinterpret_cast<const uint4*>(bstage + ((strip * S::STEPS + j) * 32 + lane) * 16);
       const uint32_t words[4] = {bw.x, bw.y, bw.z, bw.w};
       uint32_t bf[8][2];
 #pragma unroll
@@ -190,17 +219,40 @@ __global__ void __launch_bounds__(S::THREADS) shuffled_w4_kernel(W4Args p, int s
   }
   cp_async_wait_group<0>();
 
+  // The block's partial into an fp32 tile in shared memory: the second k-half
+  // warps write theirs, the first add theirs to it.
+  float* tile = reinterpret_cast<float*>(smem);
+  __syncthreads();  // every warp done with the pipeline's memory
+  if (khalf == 1) accumulate_into_tile<S>(tile, acc, strip, lane, false);
+  __syncthreads();
+  if (khalf == 0) accumulate_into_tile<S>(tile, acc, strip, lane, true);
+  __syncthreads();
+
+  // From here on row by row: thread t takes column pairs t, t + THREADS, ...
+  // of the tile, so the loads of several pairs are in flight together.
+  constexpr int PAIRS = S::BLOCK_M * S::BLOCK_N / 2;
+  const int rows = min(S::BLOCK_M, p.m - m0);
   splitk::SplitKParams out{};
   out.c = p.c;
   out.m = p.m;
   out.n = p.n;
+  auto pair_at = [&](int q, int* r, int* c) {
+    *r = q / (S::BLOCK_N / 2);
+    *c = (q % (S::BLOCK_N / 2)) * 2;
+    return *r < rows && n0 + *c < p.n;
+  };
   const int tile_index = tn * tiles_m + tm;
   if constexpr (R == Combine::atomic) {
-    for_each_shuffled_pair<MT>(acc, m0, n0,
-                               [&](int r, int c, float v0, float v1) { splitk::atomic_add_pair(out, r, c, v0, v1); });
+#pragma unroll 4
+    for (int q = tid; q < PAIRS; q += S::THREADS) {
+      int r, c;
+      if (!pair_at(q, &r, &c)) continue;
+      const float2 v = *reinterpret_cast<const float2*>(tile + r * S::TILE_LD + c);
+      splitk::atomic_add_pair(out, m0 + r, n0 + c, v.x, v.y);
+    }
   } else if constexpr (R == Combine::serial) {
-    // Lesson 06's semaphore: split s waits for the flag to say s, adds into the
-    // fp32 running sum (M x N after the flags... before them), passes it on.
+    // Lesson 06's semaphore: split s waits for the flag to say s, adds its
+    // tile into the fp32 running sum (M x N, the flags after it), passes it on.
     float* sums = static_cast<float*>(p.workspace);
     uint32_t* flag = reinterpret_cast<uint32_t*>(sums + int64_t(p.m) * p.n) + tile_index;
     const bool first = unit.split == 0, last = unit.split == splits - 1;
@@ -209,48 +261,59 @@ __global__ void __launch_bounds__(S::THREADS) shuffled_w4_kernel(W4Args p, int s
         while (load_acquire_gpu(flag) != uint32_t(unit.split)) __nanosleep(32);
       __syncthreads();
     }
-    for_each_shuffled_pair<MT>(acc, m0, n0, [&](int r, int c, float v0, float v1) {
-      if (r >= p.m || c >= p.n) return;
-      float* sum = sums + int64_t(r) * p.n + c;
-      const bool two = c + 1 < p.n;
+#pragma unroll 4
+    for (int q = tid; q < PAIRS; q += S::THREADS) {
+      int r, c;
+      if (!pair_at(q, &r, &c)) continue;
+      float2 v = *reinterpret_cast<const float2*>(tile + r * S::TILE_LD + c);
+      float* sum = sums + int64_t(m0 + r) * p.n + n0 + c;
+      const bool two = n0 + c + 1 < p.n;
       if (!first) {
-        v0 += __ldcg(sum);
-        if (two) v1 += __ldcg(sum + 1);
+        v.x += __ldcg(sum);
+        if (two) v.y += __ldcg(sum + 1);
       }
       if (last) {
-        splitk::store_pair(out, r, c, v0, v1);
+        splitk::store_pair(out, m0 + r, n0 + c, v.x, v.y);
       } else {
-        sum[0] = v0;
-        if (two) sum[1] = v1;
+        sum[0] = v.x;
+        if (two) sum[1] = v.y;
       }
-    });
+    }
     if (splits > 1) {
-      __syncthreads();
+      __syncthreads();  // every thread's stores come before the release
       if (tid == 0) {
         __threadfence();
         store_release_gpu(flag, last ? 0u : uint32_t(unit.split + 1));
       }
     }
   } else {
-    // Every split's partial into its slice; the last one to arrive adds the
-    // slices in order 0 .. splits - 1 (the same order every run).
+    // Every split's tile into its slice; the last to arrive adds the slices
+    // in order 0 .. splits - 1 (the same order every run).
     const int64_t mn = int64_t(p.m) * p.n;
     float* slices = static_cast<float*>(p.workspace);
     uint32_t* counter = reinterpret_cast<uint32_t*>(slices + int64_t(splits) * mn) + tile_index;
     if (splits == 1) {
-      for_each_shuffled_pair<MT>(acc, m0, n0,
-                                 [&](int r, int c, float v0, float v1) { splitk::store_pair(out, r, c, v0, v1); });
+      for (int q = tid; q < PAIRS; q += S::THREADS) {
+        int r, c;
+        if (!pair_at(q, &r, &c)) continue;
+        const float2 v = *reinterpret_cast<const float2*>(tile + r * S::TILE_LD + c);
+        splitk::store_pair(out, m0 + r, n0 + c, v.x, v.y);
+      }
     } else {
       float* mine = slices + int64_t(unit.split) * mn;
-      for_each_shuffled_pair<MT>(acc, m0, n0, [&](int r, int c, float v0, float v1) {
-        if (r >= p.m || c >= p.n) return;
-        mine[int64_t(r) * p.n + c] = v0;
-        if (c + 1 < p.n) mine[int64_t(r) * p.n + c + 1] = v1;
-      });
+#pragma unroll 4
+      for (int q = tid; q < PAIRS; q += S::THREADS) {
+        int r, c;
+        if (!pair_at(q, &r, &c)) continue;
+        const float2 v = *reinterpret_cast<const float2*>(tile + r * S::TILE_LD + c);
+        float* dst = mine + int64_t(m0 + r) * p.n + n0 + c;
+        dst[0] = v.x;
+        if (n0 + c + 1 < p.n) dst[1] = v.y;
+      }
       // Whether this block is the tile's last, told to every thread through
-      // the (now idle) pipeline memory.
-      volatile uint32_t* last = reinterpret_cast<volatile uint32_t*>(smem);
-      __syncthreads();  // every thread's stores come before the count; every warp done with the pipeline
+      // shared memory past the tile.
+      volatile uint32_t* last = reinterpret_cast<volatile uint32_t*>(smem + S::TILE_BYTES);
+      __syncthreads();  // every thread's stores come before the count
       if (tid == 0) {
         __threadfence();
         const uint32_t before = atomicAdd(counter, 1u);
@@ -262,17 +325,32 @@ __global__ void __launch_bounds__(S::THREADS) shuffled_w4_kernel(W4Args p, int s
       }
       __syncthreads();
       if (*last != 0u) {
-        for_each_shuffled_pair<MT>(acc, m0, n0, [&](int r, int c, float, float) {
-          if (r >= p.m || c >= p.n) return;
-          const bool two = c + 1 < p.n;
+        for (int q = tid; q < PAIRS; q += S::THREADS) {
+          int r, c;
+          if (!pair_at(q, &r, &c)) continue;
+          const bool two = n0 + c + 1 < p.n;
+          const float* src = slices + int64_t(m0 + r) * p.n + n0 + c;
           float v0 = 0.0f, v1 = 0.0f;
-          for (int s = 0; s < splits; ++s) {
-            const float* slice = slices + int64_t(s) * mn + int64_t(r) * p.n + c;
-            v0 += __ldcg(slice);
-            if (two) v1 += __ldcg(slice + 1);
+          int s = 0;
+          for (; s + 4 <= splits; s += 4) {  // four slices' loads in flight at once, added in order
+            float a[4], b[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+              a[u] = __ldcg(src + (s + u) * mn);
+              b[u] = two ? __ldcg(src + (s + u) * mn + 1) : 0.0f;
+            }
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+              v0 += a[u];
+              v1 += b[u];
+            }
           }
-          splitk::store_pair(out, r, c, v0, v1);
-        });
+          for (; s < splits; ++s) {
+            v0 += __ldcg(src + s * mn);
+            if (two) v1 += __ldcg(src + s * mn + 1);
+          }
+          splitk::store_pair(out, m0 + r, n0 + c, v0, v1);
+        }
       }
     }
   }
