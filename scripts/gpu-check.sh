@@ -25,6 +25,7 @@
 # On a device that runs one command for at most 10 minutes: "build tests lessons", "build sanitize
 # ncu compare", "build backward", "build splitk" and "build w4a16", one call each.
 #
+# GPU_CHECK_LESSONS="lesson07_w4a16 ..." limits the sanitize and lessons stages' lesson lists.
 # WORKBOOK_COMMIT names the commit (a copy of the tree has no .git of its own, or the wrong one).
 # Leaves under $OUT (default ./gpu-check-out): summary.txt and gpu-check.tar.gz
 # (results/, traces/, logs/). Exit status: non-zero when a stage failed.
@@ -53,10 +54,20 @@ run_stage() {
   [ $rc -eq 0 ] || failed=1
 }
 
-have() { [ -x "$bin/$1" ]; }
+# have BINARY: built, and (for a lesson) selected by GPU_CHECK_LESSONS when that is set.
+have() {
+  [ -x "$bin/$1" ] || return 1
+  [ -z "${GPU_CHECK_LESSONS:-}" ] || [[ $1 != lesson* ]] || [[ " $GPU_CHECK_LESSONS " == *" $1 "* ]]
+}
 
-# The lessons, in order: lessons/catalog.json, as the build's workbook lists them.
-lesson_ids() { "$bin/workbook" list --ids; }
+# The lessons, in order: lessons/catalog.json, as the build's workbook lists them; only those named
+# in GPU_CHECK_LESSONS (space-separated) when it is set, for a check of one lesson's changes.
+lesson_ids() {
+  local l
+  for l in $("$bin/workbook" list --ids); do
+    if [ -z "${GPU_CHECK_LESSONS:-}" ] || [[ " $GPU_CHECK_LESSONS " == *" $l "* ]]; then echo "$l"; fi
+  done
+}
 
 stage_build() {
   local gen=()
@@ -141,7 +152,7 @@ trace() {
 stage_lessons() {
   local rc=0 l
   for l in $(lesson_ids); do
-    have "$l" || { echo "$l: not built"; continue; }
+    have "$l" || { echo "$l: not built or not selected"; continue; }
     "$bin/$l" --json "$work/results/$l.json" || rc=1
   done
   # Traces the viewer replays: the largest (naive, 65,536 blocks), row-major vs grouped, persistent.
@@ -247,7 +258,7 @@ stage_compare() {
 # Lesson 05's targets (a stage of its own: with compare it would pass the device's 10 minutes).
 stage_backward() {
   local rc=0 shape act size part
-  have lesson05_backward || { echo "lesson05_backward: not built"; return 0; }
+  have lesson05_backward || { echo "lesson05_backward: not built or not selected"; return 0; }
   # Lesson 05's targets: the backward of relu and gelu layers at 4096^3, 8192^3 and the Llama-3-8B
   # MLP's up (K 4096, N 14336) and down (K 14336, N 4096) projections, 4096 tokens.
   for shape in "4096 4096 4096" "8192 8192 8192" "4096 14336 4096" "4096 4096 14336"; do
@@ -274,7 +285,7 @@ stage_backward() {
 # N = K = 4096 and 8192, for the M where the data-parallel grid wins again.
 stage_splitk() {
   local rc=0 m nk
-  have lesson06_splitk || { echo "lesson06_splitk: not built"; return 0; }
+  have lesson06_splitk || { echo "lesson06_splitk: not built or not selected"; return 0; }
   for m in 1 16; do
     for nk in "4096 4096" "8192 8192" "16384 16384" "6144 4096" "14336 4096" "4096 14336"; do
       set -- $nk
@@ -298,7 +309,7 @@ stage_splitk() {
 # then M from 2 to 128 at N = K = 4096 and 8192, for the M where cuBLAS fp16 wins again.
 stage_w4a16() {
   local rc=0 m nk
-  have lesson07_w4a16 || { echo "lesson07_w4a16: not built"; return 0; }
+  have lesson07_w4a16 || { echo "lesson07_w4a16: not built or not selected"; return 0; }
   for m in 1 16; do
     for nk in "4096 4096" "8192 8192" "16384 16384" "14336 4096" "4096 14336"; do
       set -- $nk

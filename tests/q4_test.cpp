@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <set>
@@ -93,7 +94,7 @@ TEST(Q4, ShuffledWordsAreTheFragments) {
     for (int lane = 0; lane < 32; ++lane)
       for (int j = 0; j < 4; ++j)
         for (int s = 0; s < 4; ++s) {
-          const int64_t word = (ks * 32 + lane) * 4 + j;  // strip 0
+          const int64_t word = (ks * q4::kBlockStrips * 32 + lane) * 4 + j;  // strip 0
           const q4::Element lo = q4::shuffled_element(word, s, kp), hi = q4::shuffled_element(word, s + 4, kp);
           const int t = lane % 4, g = lane / 4, tile = 2 * j + s / 2;
           EXPECT_EQ(lo.k, 16 * ks + 2 * t + 8 * (s % 2));
@@ -101,6 +102,23 @@ TEST(Q4, ShuffledWordsAreTheFragments) {
           EXPECT_EQ(lo.n, 8 * tile + g);
           EXPECT_EQ(hi.n, lo.n);
         }
+}
+
+// A block's k slice (4 steps of its 4 strips) is one contiguous run of words.
+TEST(Q4, ABlocksSliceIsContiguous) {
+  const int64_t k = 256, n = 512, kp = q4::padded_k(k);
+  for (int64_t block = 0; block < n / 256; ++block)
+    for (int64_t slice = 0; slice < kp / 64; ++slice) {
+      int64_t lo = INT64_MAX, hi = -1;
+      for (int64_t kk = slice * 64; kk < slice * 64 + 64; ++kk)
+        for (int64_t c = block * 256; c < block * 256 + 256; ++c) {
+          const int64_t w = q4::shuffled_position(kk, c, kp).word;
+          lo = std::min(lo, w);
+          hi = std::max(hi, w);
+        }
+      EXPECT_EQ(hi - lo + 1, 64 * 256 / 8) << "block " << block << " slice " << slice;
+      EXPECT_EQ(lo, (block * (kp / 64) + slice) * 64 * 256 / 8);
+    }
 }
 
 TEST(Q4, ShuffledScalesAreARowPerLaneGroup) {

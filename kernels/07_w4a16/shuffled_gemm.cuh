@@ -58,13 +58,14 @@ struct ShuffledShape {
   static constexpr int TILE_BYTES = BLOCK_M * TILE_LD * 4;
   static constexpr int SMEM_BYTES =
       STAGES * STAGE_BYTES > TILE_BYTES + 16 ? STAGES * STAGE_BYTES : TILE_BYTES + 16;  // + the last-block flag
+  static_assert(WARPS_N == q4::kBlockStrips, "a block's strips are the layout's group of strips");
   static_assert(STEPS % WARPS_K == 0, "the warps of a strip split a slice's k steps evenly");
   static_assert(B_STAGE_BYTES % (16 * THREADS) == 0, "B's 16-byte chunks split evenly over the threads");
   static_assert(A_CHUNKS <= THREADS, "one 16-byte chunk of A per thread at most");
   static_assert(2 * SZ_GROUP_BYTES / 16 <= THREADS, "two groups' scales are copied at once");
 };
 
-using Shuffled16 = ShuffledShape<1, 6>;
+using Shuffled16 = ShuffledShape<1, 8>;
 using Shuffled32 = ShuffledShape<2, 5>;
 
 template <int MT>
@@ -129,14 +130,14 @@ __global__ void __launch_bounds__(S::THREADS) shuffled_w4_kernel(W4Args p, int s
       cp_async_16_zero_fill(shared_address(reinterpret_cast<__half*>(base) + swizzled_offset<S::BLOCK_K>(row, chunk)),
                             inside ? p.a + int64_t(gr) * p.k + gc : p.a, inside ? 16 : 0);
     }
-    // B: strip w, k step j, lane l at ((w * STEPS + j) * 32 + l) * 16: for each
-    // strip and step, 512 contiguous bytes in memory and in shared memory.
+    // B: the block's slice is 8 KiB in a row (k step, strip, lane:
+    // schedule/q4.hpp), copied as it lies.
     unsigned char* bstage = base + S::A_STAGE_HALVES * 2;
+    const uint32_t* slice = p.bs + ((int64_t(tn) * steps + int64_t(kt) * S::STEPS) * S::WARPS_N) * 128;
 #pragma unroll
     for (int i = 0; i < S::B_CHUNKS_PER_THREAD; ++i) {
-      const int c = tid + i * S::THREADS, w = c / (S::STEPS * 32), j = (c / 32) % S::STEPS, l = c % 32;
-      const int64_t chunk = ((strip0 + w) * steps + int64_t(kt) * S::STEPS + j) * 32 + l;
-      cp_async_16_zero_fill(shared_address(bstage + c * 16), p.bs + chunk * 4, 16);
+      const int c = tid + i * S::THREADS;
+      cp_async_16_zero_fill(shared_address(bstage + c * 16), slice + c * 4, 16);
     }
     // The slice's group(s): for each, the block's strips' 32-byte rows, 1 KiB in all.
     unsigned char* szstage = bstage + S::B_STAGE_BYTES;
@@ -198,7 +199,7 @@ __global__ void __launch_bounds__(S::THREADS) shuffled_w4_kernel(W4Args p, int s
           offset2[2 * q + 1] = magic_offset(__high2half(z));
         }
       }
-      const uint4 bw = *reinterpret_cast<const uint4*>(bstage + ((strip * S::STEPS + j) * 32 + lane) * 16);
+      const uint4 bw = *reinterpret_cast<const uint4*>(bstage + ((j * S::WARPS_N + strip) * 32 + lane) * 16);
       const uint32_t words[4] = {bw.x, bw.y, bw.z, bw.w};
       uint32_t bf[8][2];
 #pragma unroll

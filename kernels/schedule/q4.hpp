@@ -49,15 +49,17 @@ WB_HD uint32_t set_nibble(uint32_t word, int nibble, uint32_t q) {
 // so that the lop3 trick, which takes nibbles s and s + 4 of a word as an fp16
 // pair, gives the pair (k, k + 1) the mma wants in one register of the
 // fragment: s = 0 and 1 the two registers of tile 2 j, s = 2 and 3 those of
-// tile 2 j + 1. Words are stored strip by strip, step by step, lane by lane:
-//     word index = ((sb * steps + ks) * 32 + l) * 4 + j
-// so a warp's 32 lanes read 512 contiguous bytes per step, and a strip's
-// steps follow each other in memory. N is padded to `kShuffledColumns`
-// columns (a block's four strips) and K to `kShuffledDepth`, with q = 0 and
-// scale 0 in the padding, so the padding's weights are exactly 0.
+// tile 2 j + 1. Words are stored by groups of four strips (a block's 256
+// columns), then k step, then strip, then lane:
+//     word index = (((sb / 4) * steps + ks) * 4 + sb % 4) * 128 + 4 l + j
+// so a warp's 32 lanes read 512 contiguous bytes per step, and a block's k
+// slice (four steps of its four strips) is one contiguous run of 8 KiB. N is
+// padded to `kShuffledColumns` columns and K to `kShuffledDepth`, with q = 0
+// and scale 0 in the padding, so the padding's weights are exactly 0.
 constexpr int kStripColumns = 64;
 constexpr int kShuffledColumns = 256;  // N padded to this
 constexpr int kShuffledDepth = 64;     // K padded to this
+constexpr int kBlockStrips = kShuffledColumns / kStripColumns;
 
 WB_HD int64_t padded_n(int64_t n) { return (n + kShuffledColumns - 1) / kShuffledColumns * kShuffledColumns; }
 WB_HD int64_t padded_k(int64_t k) { return (k + kShuffledDepth - 1) / kShuffledDepth * kShuffledDepth; }
@@ -76,8 +78,9 @@ WB_HD Element shuffled_element(int64_t word, int nibble, int64_t kp) {
   const int64_t steps = kp / 16;
   const int j = int(word % 4);
   const int lane = int((word / 4) % 32);
-  const int64_t ks = (word / 128) % steps;
-  const int64_t sb = word / 128 / steps;
+  const int in_block = int((word / 128) % kBlockStrips);
+  const int64_t ks = (word / 128 / kBlockStrips) % steps;
+  const int64_t sb = word / 128 / kBlockStrips / steps * kBlockStrips + in_block;
   const int h = nibble / 4, s = nibble % 4;
   const int t = lane % 4, g = lane / 4;
   const int tile = 2 * j + s / 2;
@@ -93,7 +96,8 @@ WB_HD Position shuffled_position(int64_t k, int64_t n, int64_t kp) {
   const int h = kk % 2, t = (kk % 8) / 2, hi8 = kk / 8;
   const int j = tile / 2, s = 2 * (tile % 2) + hi8;
   const int lane = 4 * g + t;
-  return Position{((sb * steps + ks) * 32 + lane) * 4 + j, 4 * h + s};
+  return Position{(((sb / kBlockStrips) * steps + ks) * kBlockStrips + sb % kBlockStrips) * 128 + 4 * lane + j,
+                  4 * h + s};
 }
 
 // Scales and zero points for the shuffled kernels: for group `group`, strip
