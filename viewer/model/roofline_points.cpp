@@ -17,7 +17,12 @@ RooflineData roofline_points(const std::vector<const Results*>& files) {
       if (v.reference && !v.skipped && v.bytes > 0 && v.bytes_what.empty()) problem_bytes = v.bytes;
     for (const VariantResult& v : r.variants) {
       if (v.skipped || v.tflops <= 0 || v.flops <= 0) continue;
-      const double bytes = problem_bytes > 0 ? problem_bytes : (v.bytes_what.empty() ? v.bytes : 0.0);
+      double bytes = problem_bytes > 0 ? problem_bytes : (v.bytes_what.empty() ? v.bytes : 0.0);
+      // A variant that reads a smaller form of the operands (lesson 07's int4
+      // weights against the reference's fp16 ones) must move at least its own
+      // count, not the reference's: placed by it.
+      const bool by_own = problem_bytes > 0 && !v.bytes_what.empty() && v.bytes > 0 && v.bytes < problem_bytes;
+      if (by_own) bytes = v.bytes;
       if (bytes <= 0) {
         ++d.unplaced;
         continue;
@@ -32,6 +37,7 @@ RooflineData roofline_points(const std::vector<const Results*>& files) {
       p.tflops = v.tflops;
       p.reference = v.reference;
       p.failed = v.checked && !v.passed && !v.reference;
+      p.by_own_bytes = by_own;
       if (!v.bytes_what.empty() || (v.bytes > 0 && std::abs(v.bytes - bytes) > 0.5)) {
         p.own_bytes = v.bytes;
         p.own_bytes_what = v.bytes_what;

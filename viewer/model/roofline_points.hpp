@@ -6,7 +6,10 @@
 // that, so its real intensity is lower and its point can never sit above the
 // roof. A variant that counts its bytes differently (lesson 01 counts the bytes
 // its threads request, mostly served by caches) is placed by the same problem
-// bytes; its own count is kept for the hover.
+// bytes; its own count is kept for the hover. The exception is a variant whose
+// own count is smaller: it reads a smaller form of the operands than the
+// reference does (lesson 07's int4 weights, the reference's fp16 ones), must
+// move at least that, and is placed by it.
 #pragma once
 
 #include <string>
@@ -19,7 +22,8 @@ namespace wb::viewer {
 struct RooflinePoint {
   std::string lesson, variant;
   int64_t m = 0, n = 0, k = 0;
-  double intensity = 0;     // flop / problem byte
+  double intensity = 0;     // flop / problem byte (or / own byte: by_own_bytes)
+  bool by_own_bytes = false;  // placed by its own, smaller byte count
   double tflops = 0;
   bool reference = false;   // the reference (cuBLAS) row
   bool failed = false;      // checked and wrong

@@ -188,6 +188,24 @@ TEST(ViewerRoofline, PointsArePlacedByTheProblemsBytesAndSitUnderTheRoof) {
   EXPECT_EQ(d2.unplaced, 1);
 }
 
+// Lesson 07: the variants read int4 weights, the reference fp16 ones (4x the
+// bytes). Placed by the reference's bytes a variant at 2.8x cuBLAS's speed
+// would sit above the memory roof; placed by its own, smaller count it does not.
+TEST(ViewerRoofline, AVariantThatReadsFewerBytesIsPlacedByThem) {
+  const double n = 16384, fp16 = 2.0 * n * n + 4.0 * n, int4 = 0.5 * n * n + 4.0 * n * n / 128 + 4.0 * n;
+  VariantResult ref = row("cublas", 3.0, fp16, true), w4 = row("shuffled", 8.4, int4, false, "int4 weights, scales, zeros, A and C");
+  ref.flops = w4.flops = 2.0 * n * n;
+  const Results r = results_with({ref, w4});
+  const RooflineData d = roofline_points({&r});
+  ASSERT_EQ(d.points.size(), 2u);
+  EXPECT_FALSE(d.points[0].by_own_bytes);
+  EXPECT_TRUE(d.points[1].by_own_bytes);
+  EXPECT_DOUBLE_EQ(d.points[1].intensity, arithmetic_intensity(2.0 * n * n, int4));
+  for (const RooflinePoint& p : d.points)
+    EXPECT_LE(p.tflops, roofline_tflops(989, 3352, p.intensity)) << p.variant << " sits above the roof";
+  EXPECT_GT(8.4, roofline_tflops(989, 3352, arithmetic_intensity(2.0 * n * n, fp16))) << "by the fp16 bytes it would";
+}
+
 TEST(ViewerRoofline, RangeHoldsEveryPointTheRidgeAndThePeak) {
   const double problem = 3.0 * 4096 * 4096 * 2;
   const Results r = results_with({row("cublas", 750, problem, true), row("slow", 0.04, problem, false)});

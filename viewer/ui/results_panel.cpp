@@ -251,13 +251,15 @@ void ResultsPanel::draw_roofline(const std::vector<const LoadedResults*>& files)
     layout_["points"].push_back(std::move(point));
     if (mouse_in && std::abs(mouse.x - pt.x) < 6 && std::abs(mouse.y - pt.y) < 6) {
       char line[320];
-      std::snprintf(line, sizeof line, "%s %s (%lldx%lldx%lld): %.1f TFLOP/s at %.0f flop per problem byte\n",
+      std::snprintf(line, sizeof line, "%s %s (%lldx%lldx%lld): %.1f TFLOP/s at %.0f flop per %s byte\n",
                     p.lesson.c_str(), p.reference ? "cuBLAS" : p.variant.c_str(), static_cast<long long>(p.m),
-                    static_cast<long long>(p.n), static_cast<long long>(p.k), p.tflops, p.intensity);
+                    static_cast<long long>(p.n), static_cast<long long>(p.k), p.tflops, p.intensity,
+                    p.by_own_bytes ? "of its own" : "problem");
       hovered += line;
       if (p.own_bytes > 0) {
         std::snprintf(line, sizeof line, "  its own byte count: %s (%s)\n", format_bytes(p.own_bytes).c_str(),
-                      p.own_bytes_what.empty() ? "more than the problem's" : p.own_bytes_what.c_str());
+                      p.own_bytes_what.empty() ? (p.by_own_bytes ? "fewer than the problem's" : "more than the problem's")
+                                               : p.own_bytes_what.c_str());
         hovered += line;
       }
     }
