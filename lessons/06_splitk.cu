@@ -70,13 +70,6 @@ using splitk::Reduce;
 
 int requested_split(const ProblemSize& s) { return int(s.params.integer("split_k")); }
 
-// What --split-k became, when it is not what was asked.
-std::string clamp_note(int wanted, int used, int k_tiles) {
-  if (wanted <= used) return "";
-  return "split " + std::to_string(wanted) + " clamped to " + std::to_string(used) + " (K has " +
-         std::to_string(k_tiles) + " k tiles: at most one per split)";
-}
-
 Variant data_parallel() {
   const hopper::HopperKernel kernel = hopper::hopper_kernel(hopper::HopperStep::persistent_tma_store, Activation::none);
   Variant v;
@@ -121,7 +114,7 @@ Variant tiled(const char* name, const char* what) {
     std::string note;
     if (R != Reduce::none && R != Reduce::stream_k) {
       const splitk::SplitKPlanned q = splitk::plan_splitk<R>(g, requested_split(s));
-      note = clamp_note(q.wanted, q.splits, q.k_tiles);
+      note = split_clamp_note(q.wanted, q.splits, q.k_tiles);
     }
     if (g.n % 8 != 0 || g.k % 8 != 0)
       note += std::string(note.empty() ? "" : "; ") + "N or K not a multiple of 8: operands loaded 2 bytes at a time";
@@ -155,7 +148,7 @@ Variant streaming() {
   };
   v.note = [](const ProblemSize& s) {
     const splitk::StreamingPlanned q = splitk::plan_streaming(gemm_shape(s), requested_split(s));
-    return clamp_note(q.wanted, q.splits, q.k_steps);
+    return split_clamp_note(q.wanted, q.splits, q.k_steps);
   };
   v.model = [](const ProblemSize&, const KernelConfig& c, const GpuInfo& gpu) {
     return split_wave_line(c, gpu, splitk::kStreamBlocksPerSm);

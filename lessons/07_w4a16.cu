@@ -249,31 +249,6 @@ Problem w4a16_problem() {
 
 // ------------------------------------------------------------------ variants
 
-// What --split-k became, when it is not what was asked.
-std::string clamp_note(int wanted, int used, int k_tiles) {
-  if (wanted <= used) return "";
-  return "split " + std::to_string(wanted) + " clamped to " + std::to_string(used) + " (K has " +
-         std::to_string(k_tiles) + " k tiles: at most one per split)";
-}
-
-template <class Planned>
-KernelConfig config_of(const Planned& q) {
-  KernelConfig c;
-  c.block_m = q.block_m;
-  c.block_n = q.block_n;
-  c.block_k = q.block_k;
-  c.threads = q.threads;
-  c.stages = q.stages;
-  c.split_k = q.splits;
-  c.tiles_m = q.tiles_m;
-  c.tiles_n = q.tiles_n;
-  c.grid_blocks = q.grid;
-  c.work_units = q.grid;
-  c.blocks_per_sm = q.blocks_per_sm;
-  c.smem_bytes = q.smem;
-  return c;
-}
-
 Variant base_variant(const char* name, const char* what) {
   Variant v;
   v.name = name;
@@ -304,12 +279,12 @@ template <Dequant D>
 Variant gptq(const char* name, const char* what) {
   Variant v = base_variant(name, what);
   v.min_cc = 80;  // cp.async, mma.sync
-  v.config = [](const ProblemSize& s) { return config_of(plan_gptq(s.m, s.n, s.k, requested_split(s))); };
+  v.config = [](const ProblemSize& s) { return splitk::kernel_config(plan_gptq(s.m, s.n, s.k, requested_split(s)), false); };
   v.prepare = zero_c;
   v.launch = [](const Buffers& b, cudaStream_t st) { launch_gptq_splitk<D>(w4_args(b), requested_split(b.size), st); };
   v.note = [](const ProblemSize& s) {
-    const GptqPlanned q = plan_gptq(s.m, s.n, s.k, requested_split(s));
-    return clamp_note(q.wanted, q.splits, q.k_tiles);
+    const splitk::SplitKPlanned q = plan_gptq(s.m, s.n, s.k, requested_split(s));
+    return split_clamp_note(q.wanted, q.splits, q.k_tiles);
   };
   v.model = [](const ProblemSize&, const KernelConfig& c, const GpuInfo& gpu) { return split_wave_line(c, gpu, 1); };
   return v;
@@ -319,7 +294,7 @@ template <Combine R>
 Variant shuffled(const char* name, const char* what) {
   Variant v = base_variant(name, what);
   v.min_cc = 80;
-  v.config = [](const ProblemSize& s) { return config_of(plan_shuffled<R>(s.m, s.n, s.k, requested_split(s))); };
+  v.config = [](const ProblemSize& s) { return splitk::kernel_config(plan_shuffled<R>(s.m, s.n, s.k, requested_split(s)), false); };
   if (R == Combine::atomic) v.prepare = zero_c;
   if (R != Combine::atomic)
     v.workspace_bytes = [](const ProblemSize& s) {
@@ -327,8 +302,8 @@ Variant shuffled(const char* name, const char* what) {
     };
   v.launch = [](const Buffers& b, cudaStream_t st) { launch_shuffled<R>(w4_args(b), requested_split(b.size), st); };
   v.note = [](const ProblemSize& s) {
-    const ShuffledPlanned q = plan_shuffled<R>(s.m, s.n, s.k, requested_split(s));
-    return clamp_note(q.wanted, q.splits, q.k_tiles);
+    const splitk::SplitKPlanned q = plan_shuffled<R>(s.m, s.n, s.k, requested_split(s));
+    return split_clamp_note(q.wanted, q.splits, q.k_tiles);
   };
   v.model = [](const ProblemSize&, const KernelConfig& c, const GpuInfo& gpu) {
     return split_wave_line(c, gpu, kShuffledUnitsPerSm);

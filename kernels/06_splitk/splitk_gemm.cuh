@@ -455,9 +455,9 @@ size_t splitk_workspace_bytes(const GemmShape& s, int requested) {
   }
 }
 
-template <Reduce R>
-KernelConfig splitk_config(const GemmShape& s, int requested) {
-  const SplitKPlanned q = plan_splitk<R>(s, requested);
+// What the harness records of a plan (tile, split, grid); lesson 07's split-K
+// kernels plan with the same struct.
+inline KernelConfig kernel_config(const SplitKPlanned& q, bool persistent) {
   KernelConfig c;
   c.block_m = q.block_m;
   c.block_n = q.block_n;
@@ -471,8 +471,13 @@ KernelConfig splitk_config(const GemmShape& s, int requested) {
   c.work_units = q.units;
   c.blocks_per_sm = q.blocks_per_sm;
   c.smem_bytes = q.smem;
-  c.persistent = R == Reduce::stream_k;
+  c.persistent = persistent;
   return c;
+}
+
+template <Reduce R>
+KernelConfig splitk_config(const GemmShape& s, int requested) {
+  return kernel_config(plan_splitk<R>(s, requested), R == Reduce::stream_k);
 }
 
 template <class S, Reduce R>

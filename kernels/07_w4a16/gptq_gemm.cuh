@@ -161,16 +161,10 @@ const void* gptq_kernel_ready() {
   return reinterpret_cast<const void*>(&gptq_splitk_kernel<S, D, ALIGNED>);
 }
 
-struct GptqPlanned {
-  int block_m = 16, block_n = 128, block_k = 64, threads = 128, smem = 0, stages = 0;
-  int tiles_m = 0, tiles_n = 0, k_tiles = 0, blocks_per_sm = 0;
-  int splits = 1, wanted = 1;
-  int64_t grid = 0;
-};
-
+// Lesson 06's plan: tile, split (the wave model's, one unit per SM), grid.
 template <class S>
-GptqPlanned gptq_plan_for(int m, int n, int k, int requested) {
-  GptqPlanned q;
+splitk::SplitKPlanned gptq_plan_for(int m, int n, int k, int requested) {
+  splitk::SplitKPlanned q;
   q.block_m = S::BLOCK_M;
   q.block_n = S::BLOCK_N;
   q.block_k = S::BLOCK_K;
@@ -185,18 +179,20 @@ GptqPlanned gptq_plan_for(int m, int n, int k, int requested) {
   static const int sms = sm_count();
   q.blocks_per_sm = resident;
   const int64_t tiles = int64_t(q.tiles_m) * q.tiles_n;
-  q.wanted = requested > 0 ? requested : split_k_for_waves(tiles, q.k_tiles, sms);  // lesson 06: one unit per SM
+  q.slots = sms;  // lesson 06: one unit per SM
+  q.wanted = requested > 0 ? requested : split_k_for_waves(tiles, q.k_tiles, q.slots);
   q.splits = clamp_split_k(q.wanted, q.k_tiles);
   q.grid = tiles * q.splits;
+  q.units = q.grid;
   return q;
 }
 
-inline GptqPlanned plan_gptq(int m, int n, int k, int requested) {
+inline splitk::SplitKPlanned plan_gptq(int m, int n, int k, int requested) {
   return m <= 16 ? gptq_plan_for<Tile16>(m, n, k, requested) : gptq_plan_for<Tile64>(m, n, k, requested);
 }
 
 template <class S, Dequant D>
-void launch_gptq_with(const W4Args& a, const GptqPlanned& q, cudaStream_t stream) {
+void launch_gptq_with(const W4Args& a, const splitk::SplitKPlanned& q, cudaStream_t stream) {
   W4Args p = a;
   int splits = q.splits;
   const void* kernel = a.n % 4 == 0 ? gptq_kernel_ready<S, D, true>() : gptq_kernel_ready<S, D, false>();
@@ -209,7 +205,7 @@ void launch_gptq_with(const W4Args& a, const GptqPlanned& q, cudaStream_t stream
 // C must be zero before the launch (the partial sums are added into it).
 template <Dequant D>
 void launch_gptq_splitk(const W4Args& a, int requested, cudaStream_t stream) {
-  const GptqPlanned q = plan_gptq(a.m, a.n, a.k, requested);
+  const splitk::SplitKPlanned q = plan_gptq(a.m, a.n, a.k, requested);
   if (a.m <= 16)
     launch_gptq_with<Tile16, D>(a, q, stream);
   else

@@ -375,16 +375,9 @@ const void* shuffled_kernel_ready() {
 // partials and its pipeline's start overlap the other's loads.
 constexpr int kShuffledUnitsPerSm = 2;
 
-struct ShuffledPlanned {
-  int block_m = 16, block_n = 256, block_k = 64, threads = 128, smem = 0, stages = 0;
-  int tiles_m = 0, tiles_n = 0, k_tiles = 0, blocks_per_sm = 0;
-  int splits = 1, wanted = 1;
-  int64_t grid = 0;
-};
-
 template <class S, Combine R>
-ShuffledPlanned shuffled_plan_for(int m, int n, int k, int requested) {
-  ShuffledPlanned q;
+splitk::SplitKPlanned shuffled_plan_for(int m, int n, int k, int requested) {
+  splitk::SplitKPlanned q;
   q.block_m = S::BLOCK_M;
   q.block_n = S::BLOCK_N;
   q.block_k = S::BLOCK_K;
@@ -398,15 +391,16 @@ ShuffledPlanned shuffled_plan_for(int m, int n, int k, int requested) {
   static const int sms = sm_count();
   q.blocks_per_sm = resident;
   const int64_t tiles = int64_t(q.tiles_m) * q.tiles_n;
-  q.wanted = requested > 0 ? requested
-                           : split_k_for_waves(tiles, q.k_tiles, sms * std::min(resident, kShuffledUnitsPerSm));
+  q.slots = sms * std::min(resident, kShuffledUnitsPerSm);
+  q.wanted = requested > 0 ? requested : split_k_for_waves(tiles, q.k_tiles, q.slots);
   q.splits = clamp_split_k(q.wanted, q.k_tiles);
   q.grid = tiles * q.splits;
+  q.units = q.grid;
   return q;
 }
 
 template <Combine R>
-ShuffledPlanned plan_shuffled(int m, int n, int k, int requested) {
+splitk::SplitKPlanned plan_shuffled(int m, int n, int k, int requested) {
   return m <= 16 ? shuffled_plan_for<Shuffled16, R>(m, n, k, requested)
                  : shuffled_plan_for<Shuffled32, R>(m, n, k, requested);
 }
@@ -416,13 +410,13 @@ ShuffledPlanned plan_shuffled(int m, int n, int k, int requested) {
 template <Combine R>
 size_t shuffled_workspace_bytes(int m, int n, int k, int requested) {
   if (R == Combine::atomic) return 0;
-  const ShuffledPlanned q = plan_shuffled<R>(m, n, k, requested);
+  const splitk::SplitKPlanned q = plan_shuffled<R>(m, n, k, requested);
   const size_t mn = size_t(m) * size_t(n), tiles = size_t(q.tiles_m) * size_t(q.tiles_n);
   return (R == Combine::serial ? mn : mn * size_t(q.splits)) * sizeof(float) + tiles * sizeof(uint32_t);
 }
 
 template <class S, Combine R>
-void launch_shuffled_with(const W4Args& a, const ShuffledPlanned& q, cudaStream_t stream) {
+void launch_shuffled_with(const W4Args& a, const splitk::SplitKPlanned& q, cudaStream_t stream) {
   const size_t need = shuffled_workspace_bytes<R>(a.m, a.n, a.k, q.wanted);
   if (need > 0 && (a.workspace == nullptr || a.workspace_bytes < need))
     throw CudaError("lesson 07: the shuffled kernel needs a workspace of " + std::to_string(need) + " bytes; it got " +
@@ -438,7 +432,7 @@ void launch_shuffled_with(const W4Args& a, const ShuffledPlanned& q, cudaStream_
 // Combine::atomic: C must be zero before the launch.
 template <Combine R>
 void launch_shuffled(const W4Args& a, int requested, cudaStream_t stream) {
-  const ShuffledPlanned q = plan_shuffled<R>(a.m, a.n, a.k, requested);
+  const splitk::SplitKPlanned q = plan_shuffled<R>(a.m, a.n, a.k, requested);
   if (a.m <= 16)
     launch_shuffled_with<Shuffled16, R>(a, q, stream);
   else

@@ -378,6 +378,12 @@ std::string split_wave_line(const KernelConfig& c, const GpuInfo& gpu, int per_s
   return buf;
 }
 
+std::string split_clamp_note(int wanted, int used, int k_tiles) {
+  if (wanted <= used) return "";
+  return "split " + std::to_string(wanted) + " clamped to " + std::to_string(used) + " (K has " +
+         std::to_string(k_tiles) + " k tiles: at most one per split)";
+}
+
 std::string copy_bandwidth_lines(const Results& r) {
   if (!(r.copy_gbps > 0)) return "";
   std::string out = "bandwidth: each variant's GB/s against the copy's " + std::to_string(int(r.copy_gbps + 0.5)) +

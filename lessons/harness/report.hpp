@@ -63,6 +63,10 @@ std::string balanced_grid_model_line(const KernelConfig& kernel, const GpuInfo& 
 // gives each SM).
 std::string split_wave_line(const KernelConfig& kernel, const GpuInfo& gpu, int per_sm);
 
+// What --split-k became when it is not what was asked ("" when it is): "split 9
+// clamped to 4 (K has 4 k tiles: at most one per split)".
+std::string split_clamp_note(int wanted, int used, int k_tiles);
+
 // Each variant's GB/s against the copy's timed in the same run, and the
 // fastest variant's ratio to the reference; "" when no copy was timed.
 std::string copy_bandwidth_lines(const Results& r);
