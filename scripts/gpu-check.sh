@@ -2,7 +2,7 @@
 # The full GPU check, for a machine with an NVIDIA GPU (H100/H200 for the
 # headline numbers). Stages run in order; each can also run alone:
 #
-#   scripts/gpu-check.sh                      build tests sanitize lessons ncu compare backward splitk w4a16
+#   scripts/gpu-check.sh                      build tests sanitize lessons ncu compare backward splitk w4a16 sparse_ffn
 #   scripts/gpu-check.sh lessons compare      only those stages (needs a build)
 #
 #   build     configure and build with ninja (the viewer's UI only where ImGui and GLFW are found)
@@ -22,8 +22,10 @@
 #             projections; M from 1 to 64 at N = K = 4096 and 8192 (where data-parallel wins again)
 #   w4a16     lesson 07's targets: M = 1 and 16 at N = K = 4096, 8192, 16384, group sizes 32 and 64,
 #             the Llama-3-8B decode projections; M from 2 to 128 (where cuBLAS fp16 wins again)
+#   sparse_ffn lesson 08's targets: Llama-2-7B (two matrices and SwiGLU) at M = 16 and 512, sparsity
+#             0 to 0.9; GPT-2 at M = 2048
 # On a device that runs one command for at most 10 minutes: "build tests lessons", "build sanitize
-# ncu compare", "build backward", "build splitk" and "build w4a16", one call each.
+# ncu compare", "build backward", "build splitk", "build w4a16" and "build sparse_ffn", one call each.
 #
 # GPU_CHECK_LESSONS="lesson07_w4a16 ..." limits the sanitize and lessons stages' lesson lists.
 # WORKBOOK_COMMIT names the commit (a copy of the tree has no .git of its own, or the wrong one).
@@ -97,7 +99,7 @@ stage_sanitize() {
   for l in $(lesson_ids); do
     have "$l" || continue
     local tools=(memcheck racecheck)
-    [ "$l" = lesson06_splitk ] || [ "$l" = lesson07_w4a16 ] && tools+=(synccheck)
+    [ "$l" = lesson06_splitk ] || [ "$l" = lesson07_w4a16 ] || [ "$l" = lesson08_sparse_ffn ] && tools+=(synccheck)
     # Small shapes with tails; lesson 04 also at 144 tiles, where Stream-K splits 12 of them 4 ways;
     # lesson 06 at skinny shapes, split 4 to 16 (semaphores, Stream-K owners waiting).
     local shapes=("130 136 72")
@@ -107,21 +109,28 @@ stage_sanitize() {
     # last-block counters), M above 32 (two m tiles of the shuffled kernel).
     [ "$l" = lesson07_w4a16 ] && shapes=("3 136 256" "17 1001 2048 --group-size 32" "1 4104 1024 --split-k 7"
                                          "70 520 512 --group-size 64 --split-k 3")
+    # Lesson 08 (sizes from --model: the entries are its arguments): tails of every tile height, SwiGLU,
+    # split-K's last-block counters (M = 3 at s = 0.9), nothing active.
+    [ "$l" = lesson08_sparse_ffn ] && shapes=("--model gpt2 --m 17 --sparsity 0.75" "--model gpt2 --m 130 --sparsity 0.5"
+                                              "--model llama2-7b-swiglu --m 3 --sparsity 0.9"
+                                              "--model gpt2 --m 5 --sparsity 1")
     for tool in "${tools[@]}"; do
       log=$work/logs/sanitize-$tool-$l.log
       : > "$log"
       local failed_here=0
       for shape in "${shapes[@]}"; do
         set -- $shape
+        local args=("$@")
+        [[ $1 == --* ]] || args=(--m "$1" --n "$2" --k "$3" "${@:4}")
         if compute-sanitizer --tool "$tool" --error-exitcode 99 \
-             "$bin/$l" --m "$1" --n "$2" --k "$3" "${@:4}" --reps 1 --rounds 1 > "$log.part" 2>&1; then
+             "$bin/$l" "${args[@]}" --reps 1 --rounds 1 > "$log.part" 2>&1; then
           :
         elif [ "$tool" = racecheck ] && grep -q "Race reported" "$log.part" &&
              ! grep -E "^========= +(Error|and )" "$log.part" | grep -qv "nvjet" &&
              ! grep -q "Internal Sanitizer Error\|FAILED verification\|CUDA error" "$log.part"; then
           # Every hazard reported lies inside cuBLAS's own kernels (nvjet_*, the reference, at some
           # skinny shapes): NVIDIA's code, not the workbook's. Said, and not counted against it.
-          echo "racecheck $l at ${1}x${2}x${3}: hazards reported only inside cuBLAS's kernels" \
+          echo "racecheck $l at ${args[*]}: hazards reported only inside cuBLAS's kernels" \
                "($(grep -m1 -o 'nvjet[A-Za-z0-9_]*' "$log.part")); none in the workbook's"
         else
           failed_here=1
@@ -187,6 +196,13 @@ stage_lessons() {
     for v in paper lop3 shuffled serial in_order; do
       "$bin/lesson07_w4a16" --variant $v --reps 9 --rounds 3 --m 1 --n 4096 --k 4096 \
           --trace "$work/traces/lesson07_w4a16.$v.json.gz" || rc=1
+    done
+  fi
+  # Lesson 08 at its default (Llama-2-7B, M = 16, s = 0.75): the neurons each unit gathered.
+  if have lesson08_sparse_ffn; then
+    for v in fused gathered neuron_major split_k; do
+      "$bin/lesson08_sparse_ffn" --variant $v --reps 9 --rounds 3 \
+          --trace "$work/traces/lesson08_sparse_ffn.$v.json.gz" || rc=1
     done
   fi
   # Step 5 against Stream-K and step 9 where the last wave is 18% full: the idle SMs, the shared
@@ -333,10 +349,30 @@ stage_w4a16() {
   return $rc
 }
 
+stage_sparse_ffn() {
+  local rc=0 model m s
+  have lesson08_sparse_ffn || { echo "lesson08_sparse_ffn: not built or not selected"; return 0; }
+  for model in llama2-7b llama2-7b-swiglu; do
+    for m in 16 512; do
+      for s in 0 0.5 0.75 0.9; do
+        echo "-- lesson08_sparse_ffn $model M=$m s=$s"
+        "$bin/lesson08_sparse_ffn" --model $model --m $m --sparsity $s --rounds 5 --reps 50 \
+            --json "$work/results/lesson08_sparse_ffn-$model-m$m-s$s.json" || rc=1
+      done
+    done
+  done
+  for s in 0.5 0.75 0.9; do
+    echo "-- lesson08_sparse_ffn gpt2 M=2048 s=$s"
+    "$bin/lesson08_sparse_ffn" --model gpt2 --m 2048 --sparsity $s --rounds 5 --reps 50 \
+        --json "$work/results/lesson08_sparse_ffn-gpt2-m2048-s$s.json" || rc=1
+  done
+  return $rc
+}
+
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(build tests sanitize lessons ncu compare backward splitk w4a16)
+[ ${#stages[@]} -gt 0 ] || stages=(build tests sanitize lessons ncu compare backward splitk w4a16 sparse_ffn)
 for s in "${stages[@]}"; do
-  declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons ncu compare backward splitk w4a16)"; exit 2; }
+  declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons ncu compare backward splitk w4a16 sparse_ffn)"; exit 2; }
 done
 {
   echo "matmul-workbook GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${WORKBOOK_COMMIT:-$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}"
@@ -368,6 +404,10 @@ fi
 if [ -f "$work/logs/w4a16.log" ]; then
   say ""; say "== lesson 07 targets (stage w4a16)"
   grep -E "^-- lesson07|^fastest here|^quantization error|^note:|FAIL" "$work/logs/w4a16.log" >> "$summary"
+fi
+if [ -f "$work/logs/sparse_ffn.log" ]; then
+  say ""; say "== lesson 08 targets (stage sparse_ffn)"
+  grep -E "^-- lesson08|^ideal|^  [a-z_]+ +[0-9.]+x the dense|^note:|FAIL" "$work/logs/sparse_ffn.log" >> "$summary"
 fi
 say ""; say "gpu-check: $([ $failed -eq 0 ] && echo PASSED || echo FAILED) (stages: ${stages[*]})"
 tar czf "$out/gpu-check.tar.gz" -C "$out" gpu-check && rm -rf "$work"

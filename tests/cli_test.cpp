@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "harness/catalog.hpp"
@@ -229,6 +230,40 @@ TEST(ProblemParams, Lesson07GroupSizeIsCheckedFirst) {
   const Ran help = run("lesson07_w4a16 --help");
   EXPECT_EQ(help.code, 0);
   EXPECT_NE(help.out.find("32, 64 or 128"), std::string::npos) << help.out;
+}
+
+// Lesson 08: sizes come from --model, and a bad index list is one line and
+// exit 2 before any GPU work (out of range, repeated, not a number, no file).
+TEST(ProblemParams, Lesson08IndicesAndSizesAreCheckedFirst) {
+  if (!have("lesson08_sparse_ffn")) GTEST_SKIP() << "lesson08_sparse_ffn is not in this build (no CUDA)";
+  const fs::path dir = fs::temp_directory_path() / ("wb-cli-08-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const auto file = [&](const std::string& name, const std::string& text) {
+    const fs::path p = dir / name;
+    std::ofstream(p) << text;
+    return p.string();
+  };
+  const std::string range = file("range.txt", "5 3 3072\n"), twice = file("twice.txt", "7, 1, 7"),
+                    word = file("word.txt", "1 2 x3");
+  const struct {
+    std::string args;
+    const char* says;
+  } cases[] = {{"--n 512", "--model"},
+               {"--k 100", "--model"},
+               {"--model gpt3", "--model"},
+               {"--sparsity 1.5", "--sparsity"},
+               {"--sparsity -0.1", "--sparsity"},
+               {"--model gpt2 --indices " + range, "outside [0, 3072)"},
+               {"--model gpt2 --indices " + twice, "appears twice"},
+               {"--model gpt2 --indices " + word, "not a whole number"},
+               {"--model gpt2 --indices " + (dir / "missing.txt").string(), "cannot read"}};
+  for (const auto& c : cases) {
+    const Ran r = run("lesson08_sparse_ffn " + c.args);
+    EXPECT_EQ(r.code, 2) << c.args << ": " << r.out;
+    EXPECT_EQ(lines(r.out), 1) << c.args << ": " << r.out;
+    EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << ": " << r.out;
+  }
+  fs::remove_all(dir);
 }
 
 // --ncu is checked before any GPU work: without Nsight Compute it is one line and exit 2.

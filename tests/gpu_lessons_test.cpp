@@ -74,6 +74,7 @@ TEST_P(EveryVariant, MatchesCublasAndFp64) {
   const Shape s = shape_for(lesson, listed);
   if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
   if (!built(lesson)) GTEST_SKIP() << lesson << " is not in this build";
+  if (lesson == "lesson08_sparse_ffn") GTEST_SKIP() << "N and K are set by --model: SparseFfn.* runs lesson 08";
   const std::string shape = std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
   const fs::path json = scratch(lesson + "-" + shape + ".json");
   const Ran r = run(lesson + " --m " + std::to_string(s.m) + " --n " + std::to_string(s.n) + " --k " +
@@ -118,6 +119,7 @@ TEST_P(Traces, CoverEveryTileOnce) {
   if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
   if (!built(lesson)) GTEST_SKIP() << lesson << " is not in this build";
   if (lesson == "lesson05_backward") GTEST_SKIP() << "two products per launch: Backward.TracesStackBothProducts";
+  if (lesson == "lesson08_sparse_ffn") GTEST_SKIP() << "N and K are set by --model: SparseFfn.TracesCoverBothProducts";
   const Ran list = run(lesson + " --list");
   ASSERT_EQ(list.code, 0) << list.out;
   const fs::path base = scratch(lesson + "-trace.json");
@@ -401,6 +403,104 @@ INSTANTIATE_TEST_SUITE_P(Lesson07, W4A16, ::testing::ValuesIn(kW4Cases),
                                   "_g" + std::to_string(c.group) + "_" + c.weights + "_split" +
                                   std::to_string(c.split);
                          });
+
+// Lesson 08 on every model, M in {1, 3, 16, 127, 512, 2048} (tails of every
+// tile height), sparsity 0 (equal to dense), 0.5 to 0.9 and 1 (nothing
+// active: zeros, no weight read), and an unsorted index list from a file.
+// Every variant passes against the masked cuBLAS path and fp64; all but the
+// atomic ones give the same bits twice.
+struct FfnCase {
+  const char* model;
+  int m;
+  const char* sparsity;
+  const char* indices;  // "" or the file's text
+};
+void PrintTo(const FfnCase& c, std::ostream* os) { *os << c.model << " M " << c.m << " s " << c.sparsity; }
+class SparseFfn : public ::testing::TestWithParam<FfnCase> {};
+
+TEST_P(SparseFfn, EveryVariantMatchesTheMaskedFfn) {
+  const FfnCase& c = GetParam();
+  if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
+  if (!built("lesson08_sparse_ffn")) GTEST_SKIP() << "lesson08_sparse_ffn is not in this build";
+  const fs::path json = scratch("lesson08.json");
+  std::string args = std::string("lesson08_sparse_ffn --model ") + c.model + " --m " + std::to_string(c.m) +
+                     " --sparsity " + c.sparsity + " --reps 1 --rounds 1 --seed 3 --json " + json.string();
+  if (*c.indices) {
+    const fs::path list = scratch("indices.txt");
+    FILE* f = std::fopen(list.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(c.indices, f);
+    std::fclose(f);
+    args += " --indices " + list.string();
+  }
+  const Ran r = run(args);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Results res = read_results(json.string());
+  EXPECT_EQ(res.header.shape_params.at("model").text, c.model);
+  EXPECT_GT(res.header.shape_params.at("d_model").value, 0);
+  EXPECT_GT(res.header.shape_params.at("d_ff").value, 0);
+  EXPECT_EQ(res.header.n, int64_t(res.header.shape_params.at("d_model").value));
+  int ran = 0;
+  for (const VariantResult& v : res.variants) {
+    if (v.reference) continue;
+    ASSERT_FALSE(v.skipped) << v.name << ": " << v.skip_reason;
+    ++ran;
+    EXPECT_TRUE(v.passed) << v.name << ": rel_err " << v.rel_err << " (masked cuBLAS), " << v.rel_err_fp64
+                          << " (fp64)";
+    EXPECT_LT(v.rel_err_fp64, 5e-3) << v.name;
+    ASSERT_GE(v.bitwise_diffs, 0) << v.name << ": not run twice";
+    if (v.name.rfind("fused", 0) != 0) EXPECT_EQ(v.bitwise_diffs, 0) << v.name << " is meant to be deterministic";
+    EXPECT_GT(v.vs_cublas, 0) << v.name;
+  }
+  EXPECT_EQ(ran, 6) << r.out;
+  EXPECT_NE(r.out.find(std::string(c.sparsity) == "1" ? "nothing active" : "ideal speed-up"), std::string::npos)
+      << r.out;
+  fs::remove(json);
+}
+
+const FfnCase kFfnCases[] = {
+    {"gpt2", 1, "0.5", ""},          {"gpt2", 127, "0.75", ""},          {"gpt2", 16, "0", ""},
+    {"gpt2", 2048, "0.9", ""},       {"gpt2", 16, "1", ""},              {"llama2-7b", 16, "0.9", ""},
+    {"llama2-7b-swiglu", 3, "0.75", ""}, {"llama2-7b-swiglu", 512, "0.5", ""}, {"llama2-7b", 64, "0.9", ""},
+    {"gpt2", 17, "0", "3071 5 2048 17 1 0 999 64 63 65 3000 1500 128 127 2\n700,701,702"},
+};
+INSTANTIATE_TEST_SUITE_P(Lesson08, SparseFfn, ::testing::ValuesIn(kFfnCases),
+                         [](const ::testing::TestParamInfo<FfnCase>& info) {
+                           const FfnCase& c = info.param;
+                           std::string s = c.sparsity;
+                           std::replace(s.begin(), s.end(), '.', '_');
+                           std::string m = c.model;
+                           std::replace(m.begin(), m.end(), '-', '_');
+                           return m + "_m" + std::to_string(c.m) + "_s" + s + (*c.indices ? "_listed" : "");
+                         });
+
+// Lesson 08's traces: one record per work unit; the two-product variants
+// stack H's tiles above Y's.
+TEST(SparseFfn, TracesCoverBothProducts) {
+  if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
+  if (!built("lesson08_sparse_ffn")) GTEST_SKIP() << "lesson08_sparse_ffn is not in this build";
+  const fs::path base = scratch("l08-trace.json");
+  const Ran r = run("lesson08_sparse_ffn --model gpt2 --m 127 --sparsity 0.5 --reps 1 --rounds 1 --trace " +
+                    base.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  int traces = 0;
+  for (const auto& entry : fs::directory_iterator(base.parent_path())) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("l08-trace.", 0) != 0 || name.find(".perfetto.") != std::string::npos) continue;
+    const Trace t = read_trace(entry.path().string());
+    ++traces;
+    EXPECT_EQ(int64_t(t.records.size()), t.kernel.work_units) << name;
+    std::set<int> units;
+    for (const TraceRecord& rec : t.records) EXPECT_TRUE(units.insert(rec.unit).second) << name;
+    if (name.rfind("l08-trace.neuron_major.", 0) == 0 || name.rfind("l08-trace.gathered.", 0) == 0 ||
+        name.rfind("l08-trace.split_k.", 0) == 0) {
+      ASSERT_EQ(t.kernel.products.size(), 2u) << name;
+      EXPECT_EQ(t.kernel.products[1].first_row, t.kernel.products[0].tiles_m) << name;
+    }
+  }
+  EXPECT_EQ(traces, 5) << r.out;  // masked_dense is library calls: not traced
+  fs::remove_all(base.parent_path());
+}
 
 // The harness itself, on a problem with two outputs (C fp16, S fp32), a
 // column-major operand, int32 indices, a workspace and an atomic output zeroed

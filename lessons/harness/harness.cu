@@ -296,7 +296,9 @@ void LessonRun::allocate() {
     if (!opt_.trace_path.empty()) trace_bytes = std::max(trace_bytes, size_t(s.config.work_units) * sizeof(TraceRecord));
     if (s.variant->workspace_bytes) workspace_bytes += s.variant->workspace_bytes(size_);
   }
-  const size_t reference_workspace = problem_.reference.workspace_bytes ? problem_.reference.workspace_bytes(size_) : 0;
+  size_t reference_workspace = problem_.reference.workspace_bytes ? problem_.reference.workspace_bytes(size_) : 0;
+  if (problem_.check_reference.workspace_bytes)  // the two run one after the other: one workspace serves both
+    reference_workspace = std::max(reference_workspace, problem_.check_reference.workspace_bytes(size_));
   workspace_bytes += reference_workspace;
   const double need = operand_bytes + double(flush_bytes) + double(trace_bytes) + double(workspace_bytes) +
                       double(256u << 20);  // cuBLAS workspace and context headroom
@@ -347,7 +349,8 @@ void LessonRun::allocate() {
   cublas_ = std::make_unique<CublasHandle>();
   if (cublasSetStream(cublas_->h, stream_.s) != CUBLAS_STATUS_SUCCESS) throw CudaError("cuBLAS: cublasSetStream failed");
   poison(reference_outputs_);
-  problem_.reference.launch(buffers(reference_outputs_, SIZE_MAX), stream_.s);
+  const Reference& checked_against = problem_.check_reference.launch ? problem_.check_reference : problem_.reference;
+  checked_against.launch(buffers(reference_outputs_, SIZE_MAX), stream_.s);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaStreamSynchronize(stream_.s));
   if (opt_.no_check) return;
@@ -395,7 +398,10 @@ void LessonRun::verify(size_t i, VariantResult& out) {
     if (!verdict.check.passed) {
       out.passed = false;
       std::fprintf(stderr, "%s: variant %s FAILED on %s\n", lesson_.info.id.c_str(), v.name.c_str(),
-                   describe_failure(verdict, problem_.reference.label).c_str());
+                   describe_failure(verdict, (problem_.check_reference.launch ? problem_.check_reference
+                                                                              : problem_.reference)
+                                                 .label)
+                       .c_str());
     }
   }
   if (lesson_.repeat_check) {
@@ -551,6 +557,8 @@ int LessonRun::run() {
   header_.n = opt_.n;
   header_.k = opt_.k;
   header_.shape_params = shape_params(problem_.params, size_.params);
+  if (problem_.shape_extras)
+    for (const auto& [name, value] : problem_.shape_extras(size_)) header_.shape_params[name] = value;
   header_.dtype = problem_.dtype;
   std::printf("GPU: %s\n", describe_gpu(header_).c_str());
   std::string extra;
@@ -741,6 +749,14 @@ int run_lesson(const Lesson& lesson, int argc, char** argv) {
       if (std::none_of(selected.begin(), selected.end(), [&](const Selected& s) { return s.variant == &*it; }))
         selected.push_back(Selected{&*it, "", {}, nullptr});
     }
+  }
+  if (lesson.problem.sizes_from_params) {
+    if (opt.n_given || opt.k_given) {
+      std::fprintf(stderr, "%s: %s (see %s --help)\n", id.c_str(), lesson.problem.sizes_from_params_why.c_str(),
+                   id.c_str());
+      return kExitUsage;
+    }
+    lesson.problem.sizes_from_params(opt.params, opt.n, opt.k);
   }
   if (lesson.problem.validate) {
     const ProblemSize size{opt.m, opt.n, opt.k, opt.params};

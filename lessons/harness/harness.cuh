@@ -104,6 +104,18 @@ struct Problem {
   // are filled uniform in [-1, 1) on the device).
   std::function<void(const ProblemSize&, std::vector<HostTensor>& inputs, uint64_t seed)> fill;
   Reference reference;
+  // What the variants' outputs are compared with, when the timed reference
+  // computes something else (lesson 08 times the dense FFN, every neuron on,
+  // and checks against the masked one); empty launch: the reference itself.
+  Reference check_reference;
+  // For a problem whose N and K follow from its own parameters (lesson 08:
+  // --model gives d_model and d_ff): sets them, and --n / --k become an error
+  // that `sizes_from_params_why` explains. Empty: --n and --k as given.
+  std::function<void(const Params&, int& n, int& k)> sizes_from_params;
+  std::string sizes_from_params_why;
+  // Entries the results' "shape" has beside m, n, k and the parameters
+  // (lesson 08: d_model, d_ff, the active count).
+  std::function<std::map<std::string, ShapeParam>(const ProblemSize&)> shape_extras;
   // fp64 values of rows `rows` of output `output` (rows.size() x cols, before
   // any fused activation), computed from the inputs.
   std::function<std::vector<double>(const ProblemSize&, const std::vector<HostTensor>& inputs, size_t output,

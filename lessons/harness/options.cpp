@@ -25,8 +25,8 @@ ParseOutcome parse_lesson_options(const std::string& program, const std::string&
   // Sizes are read as 64-bit so that "--m 99999999999" is reported as too large, not wrapped.
   int64_t m = out.m, n = out.n, k = out.k, reps = out.reps, rounds = out.rounds, device = out.device;
   app.add_option("--m", m, "rows of A and C")->capture_default_str();
-  app.add_option("--n", n, "columns of B and C")->capture_default_str();
-  app.add_option("--k", k, "columns of A, rows of B")->capture_default_str();
+  CLI::Option* n_option = app.add_option("--n", n, "columns of B and C")->capture_default_str();
+  CLI::Option* k_option = app.add_option("--k", k, "columns of A, rows of B")->capture_default_str();
   app.add_option("--variant", out.variants, "run only these variants (repeat or comma-separate)")->delimiter(',');
   app.add_option("--reps", reps, "timed runs per variant (median reported)")->capture_default_str();
   app.add_option("--rounds", rounds, "interleaved rounds of (variant, cuBLAS)")->capture_default_str();
@@ -96,6 +96,8 @@ ParseOutcome parse_lesson_options(const std::string& program, const std::string&
     }
     out.params.set(params[i].name, param_values[i]);
   }
+  out.n_given = n_option->count() > 0;
+  out.k_given = k_option->count() > 0;
   out.m = int(m);
   out.n = int(n);
   out.k = int(k);

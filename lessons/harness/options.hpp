@@ -18,6 +18,7 @@ inline constexpr int kExitUsage = 2;
 
 struct LessonOptions {
   int m = 4096, n = 4096, k = 4096;
+  bool n_given = false, k_given = false;  // --n / --k on the command line
   std::vector<std::string> variants;  // empty: every variant
   int reps = 21;                      // timed runs per variant, split over the rounds
   int rounds = 3;                     // interleaved rounds of (variant, cuBLAS)

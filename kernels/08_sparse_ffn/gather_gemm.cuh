@@ -1,0 +1,445 @@
+// Lesson 08's gathered product: C = A B where B's columns (the up side) or
+// rows (the down side) are the router's active neurons, picked through the
+// index list I. Lesson 06's tiles and pipeline (cp.async, swizzled shared
+// tiles, ldmatrix, mma.sync), with three ways of bringing B in:
+//
+//   Gather::columns      up side, weights as the math writes them (W1 is
+//                        d_model x d_ff, row-major): a neuron is a column, so a
+//                        k row of the tile is 128 values from 128 places, each
+//                        a 2-byte load, each a 32-byte sector of DRAM
+//   Gather::neuron_rows  up side, weights stored neuron-major (W1ᵀ, d_ff x
+//                        d_model): a neuron is one 8 KiB run, its k slice one
+//                        128-byte row of the tile (ldmatrix without .trans)
+//   Gather::rows         down side: row I[j] of W2 is k row j of B, a run of
+//                        d_model values, 256 bytes of it per tile row
+//
+// The up side's "columns" are g = 0 .. per x count - 1 for count active
+// neurons: neuron I[g / per], and for SwiGLU (per = 2) the gate (g even) and
+// the up value (g odd) side by side, so that one thread's accumulator pair
+// holds both and silu(gate) * up needs no exchange. Columns past the active
+// ones read as zeros, and the epilogue writes their zeros into the pad of
+// the compact intermediate H.
+//
+// Epilogue::activate (up side): H[r][j] = act(acc), or silu(gate) * up, fp16.
+// Epilogue::store (down side): Y = acc, fp16.
+// With splits > 1 each unit writes its fp32 partial to a slot of the
+// workspace and the last unit of a tile to arrive (a counter per tile) adds
+// the slots in order and runs the epilogue: the same bits every run.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <string>
+
+#include "06_splitk/splitk_gemm.cuh"
+#include "common/check.cuh"
+#include "common/mma.cuh"
+#include "common/trace.cuh"
+#include "schedule/activation.hpp"
+#include "schedule/split_k.hpp"
+
+namespace wb::sparse {
+
+enum class Gather { columns, neuron_rows, rows };
+enum class Epilogue { activate, store };
+
+// The tiles: 16 x 128 for M <= 16, 64 x 128 up to 64, 128 x 128 above; 64-deep k slices.
+using Tile16 = splitk::Tile16;
+using Tile64 = splitk::Tile64;
+using Tile128 = PipelinedShape<128, 128, 64, 2, 4, 4>;
+
+struct GatherParams {
+  const __half* a;       // M x K, row-major, leading dimension k
+  const __half* b;       // the weights, leading dimension ldb
+  int ldb;
+  const int32_t* idx;    // the active neurons
+  int count;             // how many
+  int per, mul, add;     // gathered index g -> idx[g / per] * mul + (g % per) * add (up side)
+  __half* c;             // M x n (store) or M x ldc (activate: ldc = n / per)
+  int ldc;
+  int m, n, k;           // the product's extents: n and k padded, the pad reading zeros
+  Activation act;
+  bool swiglu;
+  int splits;            // k ranges per tile
+  float* partials;       // splits > 1: splits x tiles slots
+  uint32_t* counters;    // splits > 1: one per tile, zero between launches
+  TraceRecord* trace;
+  int trace_first_unit, trace_first_row;  // the second product's records follow the first's
+};
+
+// The row (Gather::neuron_rows) or column (Gather::columns) of the weights
+// behind gathered index g, or -1 past the active ones.
+__device__ __forceinline__ int gathered(const GatherParams& p, int g) {
+  if (g >= p.count * p.per) return -1;
+  const int neuron = __ldg(p.idx + g / p.per);
+  return neuron * p.mul + (g % p.per) * p.add;
+}
+
+// ldmatrix addresses of B fragments from an N x K tile (k contiguous), swizzled as A's.
+template <class S>
+struct NeuronRowLanes {
+  uint32_t base;
+  int swz;
+  __device__ __forceinline__ NeuronRowLanes(int warp, int lane) {
+    const int row = (warp % S::WARPS_N) * S::WARP_N + lane % 16;
+    swz = (row & 7) ^ (lane / 16);
+    base = 2 * uint32_t(row * S::BLOCK_K);
+  }
+};
+
+// acc += A slice x B slice, B held as (BLOCK_N x BLOCK_K): ldmatrix without
+// .trans gives the "col" operand directly (a neuron's row is a column of B).
+template <class S>
+__device__ __forceinline__ void slice_product_nt(const splitk::FragmentLanes<S>& f, const NeuronRowLanes<S>& g,
+                                                 uint32_t a_stage, uint32_t b_stage, splitk::Accumulators<S>& acc) {
+#pragma unroll
+  for (int kk = 0; kk < S::BLOCK_K; kk += 16) {
+    uint32_t af[S::MMAS_M][4], bf[S::MMAS_N][2];
+#pragma unroll
+    for (int i = 0; i < S::MMAS_M; ++i)
+      ldmatrix_x4(af[i], a_stage + f.a_base + 2 * (i * 16 * S::BLOCK_K + ((kk / 8) ^ f.a_swz) * 8));
+#pragma unroll
+    for (int j = 0; j < S::MMAS_N; j += 2) {
+      uint32_t r[4];
+      ldmatrix_x4(r, b_stage + g.base + 2 * (j * 8 * S::BLOCK_K + ((kk / 8) ^ g.swz) * 8));
+      bf[j][0] = r[0];
+      bf[j + 1][0] = r[1];
+      bf[j][1] = r[2];
+      bf[j + 1][1] = r[3];
+    }
+#pragma unroll
+    for (int i = 0; i < S::MMAS_M; ++i)
+#pragma unroll
+      for (int j = 0; j < S::MMAS_N; ++j) mma_m16n8k16_f32(acc.v[i][j], af[i], bf[j]);
+  }
+}
+
+// B's loads for one tile: what each thread copies of every k slice.
+template <class S, Gather G>
+struct BLoader;
+
+template <class S>
+struct BLoader<S, Gather::neuron_rows> {  // (BLOCK_N x 64): 8 chunks a row, the chunk fixed per thread
+  static constexpr int N = S::B_CHUNKS_PER_THREAD;
+  const __half* row[N];
+  int chunk;
+  __device__ __forceinline__ BLoader(const GatherParams& p, int n0) {
+    chunk = int(threadIdx.x) % 8;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const int w = gathered(p, n0 + (int(threadIdx.x) + i * S::THREADS) / 8);
+      row[i] = w < 0 ? nullptr : p.b + int64_t(w) * p.ldb;
+    }
+  }
+  __device__ __forceinline__ void issue(const GatherParams& p, __half* bs, int k0) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const int r = (int(threadIdx.x) + i * S::THREADS) / 8, kc = k0 + chunk * 8;
+      const bool inside = row[i] != nullptr && kc < p.k;
+      cp_async_16_zero_fill(shared_address(bs + swizzled_offset<S::BLOCK_K>(r, chunk)), inside ? row[i] + kc : p.b,
+                            inside ? 16 : 0);
+    }
+  }
+  __device__ __forceinline__ void finish(__half*) {}
+};
+
+// The neurons of a slice go through shared memory: a thread's 16-byte chunks
+// lie in rows whose indices other threads loaded. Slice t's 64 indices are
+// loaded into a register during slice t - STAGES + 1's product (one
+// iteration ahead of their use) and stored after it; the prologue loads the
+// first STAGES slices' at once. So an index's latency is never paid in line
+// before a copy.
+template <class S>
+struct BLoader<S, Gather::rows> {  // (64 x BLOCK_N): row j of the slice is W2[I[k0 + j]]
+  static constexpr int N = S::B_CHUNKS_PER_THREAD, CPR = S::BLOCK_N / 8;
+  int chunk, n0, kt_first, pending;
+  int* ring;  // STAGES x 64 indices, in shared memory past the pipeline
+  __device__ __forceinline__ BLoader(const GatherParams&, int n0_, int* ring_)
+      : chunk(int(threadIdx.x) % CPR), n0(n0_), kt_first(0), pending(-1), ring(ring_) {}
+  __device__ __forceinline__ static int neuron(const GatherParams& p, int gk) {
+    return gk < p.count ? __ldg(p.idx + gk) : -1;
+  }
+  // Before the prologue: the indices of slices kt .. kt + STAGES - 1, then a barrier.
+  __device__ __forceinline__ void start(const GatherParams& p, int kt, int kt_end) {
+    kt_first = kt;
+    for (int e = int(threadIdx.x); e < S::STAGES * 64; e += S::THREADS) {
+      const int t = e / 64;
+      ring[e] = kt + t < kt_end ? neuron(p, (kt + t) * S::BLOCK_K + e % 64) : -1;
+    }
+    __syncthreads();
+  }
+  __device__ __forceinline__ void issue(const GatherParams& p, __half* bs, int k0) {
+    const int* slot = ring + ((k0 / S::BLOCK_K - kt_first) % S::STAGES) * 64;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const int r = (int(threadIdx.x) + i * S::THREADS) / CPR, nc = n0 + chunk * 8;
+      const int w = slot[r];
+      const bool inside = w >= 0 && nc < p.n;
+      cp_async_16_zero_fill(shared_address(bs + swizzled_offset<S::BLOCK_N>(r, chunk)),
+                            inside ? p.b + int64_t(w) * p.ldb + nc : p.b, inside ? 16 : 0);
+    }
+  }
+  // During the loop, after issuing slice kt: fetch slice kt + 1's indices (into the
+  // slot of slice kt + 1 - STAGES, long since issued), stored by finish().
+  __device__ __forceinline__ void fetch_next(const GatherParams& p, int kt_next, int kt_end) {
+    pending = (threadIdx.x < 64 && kt_next < kt_end) ? neuron(p, kt_next * S::BLOCK_K + int(threadIdx.x)) : -1;
+  }
+  __device__ __forceinline__ void store_next(int kt_next, int kt_end) {
+    if (threadIdx.x < 64 && kt_next < kt_end) ring[((kt_next - kt_first) % S::STAGES) * 64 + threadIdx.x] = pending;
+  }
+};
+
+template <class S>
+struct BLoader<S, Gather::columns> {  // (64 x BLOCK_N): 8 columns from 8 places per chunk, 2-byte loads
+  static constexpr int N = S::B_CHUNKS_PER_THREAD, CPR = S::BLOCK_N / 8;
+  int chunk, col[8];
+  uint4 held[N];  // loaded during the slice before, stored to shared memory after its product
+  __device__ __forceinline__ BLoader(const GatherParams& p, int n0) {
+    chunk = int(threadIdx.x) % CPR;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) col[e] = gathered(p, n0 + chunk * 8 + e);
+  }
+  __device__ __forceinline__ void issue(const GatherParams& p, __half*, int k0) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const int gk = k0 + (int(threadIdx.x) + i * S::THREADS) / CPR;
+      union {
+        uint4 v;
+        unsigned short h[8];
+      } u;
+      const unsigned short* rowp = reinterpret_cast<const unsigned short*>(p.b) + int64_t(gk) * p.ldb;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) u.h[e] = (gk < p.k && col[e] >= 0) ? __ldg(rowp + col[e]) : 0;
+      held[i] = u.v;
+    }
+  }
+  __device__ __forceinline__ void finish(__half* bs) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const int r = (int(threadIdx.x) + i * S::THREADS) / CPR;
+      *reinterpret_cast<uint4*>(bs + swizzled_offset<S::BLOCK_N>(r, chunk)) = held[i];
+    }
+  }
+};
+
+// Shared memory past the pipeline: the rows loader's ring of indices.
+template <class S>
+constexpr int kRingBytes = S::STAGES * 64 * 4;
+template <class S>
+constexpr int gathered_smem_bytes() {
+  return S::SMEM_BYTES + kRingBytes<S>;
+}
+
+template <class S, Gather G>
+__device__ __forceinline__ BLoader<S, G> make_loader(const GatherParams& p, int n0, unsigned char* smem) {
+  if constexpr (G == Gather::rows)
+    return BLoader<S, G>(p, n0, reinterpret_cast<int*>(smem + S::SMEM_BYTES));
+  else
+    return BLoader<S, G>(p, n0);
+}
+
+// acc = A[m0 .., k slices kt_begin .. kt_end) B[.., n0 ..]: lesson 06's
+// pipeline, B through the loader. The column loader's values are stored to
+// shared memory after the product of the slice before (their loads in flight
+// meanwhile). Ends with every copy landed and every warp past shared memory.
+template <class S, Gather G>
+__device__ __forceinline__ void gathered_tile(const GatherParams& p, unsigned char* smem, int m0, int n0,
+                                              int kt_begin, int kt_end, splitk::Accumulators<S>& acc) {
+  __half* a_stages = reinterpret_cast<__half*>(smem);
+  __half* b_stages = a_stages + S::STAGES * S::A_STAGE_HALVES;
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  BLoader<S, G> loader = make_loader<S, G>(p, n0, smem);
+  if constexpr (G == Gather::rows) loader.start(p, kt_begin, kt_end);
+  auto load = [&](int stage, int kt) {
+    splitk::load_a_slice<S, true>(p.a, p.m, p.k, a_stages + stage * S::A_STAGE_HALVES, m0, kt * S::BLOCK_K);
+    loader.issue(p, b_stages + stage * S::B_STAGE_HALVES, kt * S::BLOCK_K);
+  };
+#pragma unroll
+  for (int i = 0; i < S::MMAS_M; ++i)
+#pragma unroll
+    for (int j = 0; j < S::MMAS_N; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc.v[i][j][e] = 0.0f;
+
+  const splitk::FragmentLanes<S> lanes(warp, lane);
+  const NeuronRowLanes<S> rows(warp, lane);
+  const uint32_t a_smem = shared_address(a_stages), b_smem = shared_address(b_stages);
+  const int count = kt_end - kt_begin;
+#pragma unroll
+  for (int s = 0; s < S::STAGES - 1; ++s) {
+    if (s < count) {
+      load(s, kt_begin + s);
+      if constexpr (G == Gather::columns) loader.finish(b_stages + s * S::B_STAGE_HALVES);
+    }
+    cp_async_commit_group();
+  }
+  for (int t = 0; t < count; ++t) {
+    cp_async_wait_group<S::STAGES - 2>();
+    __syncthreads();
+    const int refill = t + S::STAGES - 1;
+    if (refill < count) load(refill % S::STAGES, kt_begin + refill);
+    cp_async_commit_group();
+    // Slice refill + 1's indices, to a slot whose slice was issued STAGES - 1 slices ago
+    // (its last readers passed this iteration's barrier).
+    if constexpr (G == Gather::rows) loader.fetch_next(p, kt_begin + refill + 1, kt_end);
+    const int stage = t % S::STAGES;
+    const uint32_t as = a_smem + stage * 2 * S::A_STAGE_HALVES, bs = b_smem + stage * 2 * S::B_STAGE_HALVES;
+    if constexpr (G == Gather::neuron_rows)
+      slice_product_nt<S>(lanes, rows, as, bs, acc);
+    else
+      splitk::slice_product<S>(lanes, as, bs, acc);
+    // The refilled stage was last read in slice t - 1, which every warp finished before this slice's barrier.
+    if constexpr (G == Gather::columns)
+      if (refill < count) loader.finish(b_stages + (refill % S::STAGES) * S::B_STAGE_HALVES);
+    if constexpr (G == Gather::rows) loader.store_next(kt_begin + refill + 1, kt_end);
+  }
+  cp_async_wait_group<0>();
+  __syncthreads();
+}
+
+// The epilogue of a finished tile.
+template <class S, Epilogue E>
+__device__ __forceinline__ void finish_tile(const GatherParams& p, const splitk::Accumulators<S>& acc, int m0,
+                                            int n0) {
+  splitk::for_each_pair<S>(acc, m0, n0, [&](int r, int c, float v0, float v1) {
+    if (r >= p.m || c >= p.n) return;
+    if constexpr (E == Epilogue::store) {
+      *reinterpret_cast<__half2*>(p.c + int64_t(r) * p.ldc + c) = __floats2half2_rn(v0, v1);
+    } else if (p.swiglu) {
+      p.c[int64_t(r) * p.ldc + c / 2] = __float2half_rn(apply_activation(Activation::silu, v0) * v1);
+    } else {
+      *reinterpret_cast<__half2*>(p.c + int64_t(r) * p.ldc + c) =
+          __floats2half2_rn(apply_activation(p.act, v0), apply_activation(p.act, v1));
+    }
+  });
+}
+
+template <class S, Gather G, Epilogue E>
+__global__ void __launch_bounds__(S::THREADS) gathered_gemm_kernel(GatherParams p) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint64_t t0 = trace_start(p.trace);
+  const int tiles_n = ceil_div(p.n, S::BLOCK_N), tiles = ceil_div(p.m, S::BLOCK_M) * tiles_n;
+  const int k_tiles = ceil_div(p.k, S::BLOCK_K);
+  const SplitUnit unit = split_unit(blockIdx.x, tiles);
+  const int tm = unit.tile / tiles_n, tn = unit.tile % tiles_n;
+  const int m0 = tm * S::BLOCK_M, n0 = tn * S::BLOCK_N;
+  const int kt_begin = split_k_begin(k_tiles, p.splits, unit.split);
+  const int kt_end = split_k_begin(k_tiles, p.splits, unit.split + 1);
+  splitk::Accumulators<S> acc;
+  gathered_tile<S, G>(p, smem, m0, n0, kt_begin, kt_end, acc);
+
+  if (p.splits == 1) {
+    finish_tile<S, E>(p, acc, m0, n0);
+  } else {
+    float4* slots = reinterpret_cast<float4*>(p.partials);
+    constexpr int SLOT = splitk::kSlotFloat4s<S>;
+    splitk::write_slot<S>(slots + (size_t(unit.split) * tiles + unit.tile) * SLOT, acc);
+    __shared__ uint32_t last;
+    __syncthreads();  // every thread's stores come before the count
+    if (threadIdx.x == 0) {
+      __threadfence();
+      const uint32_t before = atomicAdd(p.counters + unit.tile, 1u);
+      last = before == uint32_t(p.splits - 1) ? 1u : 0u;
+      if (last) {
+        __threadfence();                // the others' slots are seen after their counts
+        p.counters[unit.tile] = 0;      // lowered for the next launch
+      }
+    }
+    __syncthreads();
+    if (last) {
+#pragma unroll
+      for (int i = 0; i < S::MMAS_M; ++i)
+#pragma unroll
+        for (int j = 0; j < S::MMAS_N; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc.v[i][j][e] = 0.0f;
+      for (int s = 0; s < p.splits; ++s) splitk::add_slot<S>(slots + (size_t(s) * tiles + unit.tile) * SLOT, acc);
+      finish_tile<S, E>(p, acc, m0, n0);
+    }
+  }
+  trace_end(p.trace, p.trace_first_unit + int(blockIdx.x), p.trace_first_row + tm, tn, kt_begin * S::BLOCK_K,
+            min(kt_end * S::BLOCK_K, p.k), t0);
+}
+
+template <class S, Gather G, Epilogue E>
+const void* gathered_kernel_ready() {
+  static const void* k = [] {
+    const void* f = reinterpret_cast<const void*>(gathered_gemm_kernel<S, G, E>);
+    CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, gathered_smem_bytes<S>()));
+    return f;
+  }();
+  return k;
+}
+
+// The plan of one gathered product: tile, split (1, or the wave model's when
+// `split` is on: tiles x S units for SMs x resident blocks), grid.
+struct GatherPlan {
+  int block_m = 0, block_n = 0, threads = 0, smem = 0, stages = 0;
+  int tiles_m = 0, tiles_n = 0, k_tiles = 0, blocks_per_sm = 0, splits = 1;
+  int64_t grid = 0;
+};
+
+template <class S, Gather G, Epilogue E>
+GatherPlan plan_with(int m, int n, int k, bool split) {
+  GatherPlan q;
+  q.block_m = S::BLOCK_M;
+  q.block_n = S::BLOCK_N;
+  q.threads = S::THREADS;
+  q.smem = gathered_smem_bytes<S>();
+  q.stages = S::STAGES;
+  q.tiles_m = ceil_div(m, S::BLOCK_M);
+  q.tiles_n = ceil_div(n, S::BLOCK_N);
+  q.k_tiles = ceil_div(k, S::BLOCK_K);
+  static const int resident =
+      std::max(1, blocks_per_sm(gathered_kernel_ready<S, G, E>(), S::THREADS, gathered_smem_bytes<S>()));
+  static const int sms = sm_count();
+  q.blocks_per_sm = resident;
+  const int64_t tiles = int64_t(q.tiles_m) * q.tiles_n;
+  if (split) q.splits = clamp_split_k(split_k_for_waves(tiles, q.k_tiles, int64_t(sms) * resident), q.k_tiles);
+  q.grid = tiles * q.splits;
+  return q;
+}
+
+// The tile for M rows (see the shapes above), as a call f(S{}).
+template <class F>
+auto with_tile(int m, F&& f) {
+  if (m <= 16) return f(Tile16{});
+  if (m <= 64) return f(Tile64{});
+  return f(Tile128{});
+}
+
+template <Gather G, Epilogue E>
+GatherPlan plan_gathered(int m, int n, int k, bool split) {
+  return with_tile(m, [&](auto s) { return plan_with<decltype(s), G, E>(m, n, k, split); });
+}
+
+// Workspace of a product: the slots and counters when it splits.
+inline size_t gathered_workspace_bytes(const GatherPlan& q) {
+  if (q.splits == 1) return 0;
+  const size_t tiles = size_t(q.tiles_m) * q.tiles_n;
+  return size_t(q.splits) * tiles * size_t(q.block_m) * q.block_n * sizeof(float) + tiles * sizeof(uint32_t);
+}
+
+// `p.splits`, `p.partials` and `p.counters` are set here from the plan and `workspace`.
+template <Gather G, Epilogue E>
+void launch_gathered(GatherParams p, const GatherPlan& q, void* workspace, cudaStream_t stream) {
+  if (q.grid == 0) return;
+  p.splits = q.splits;
+  if (q.splits > 1) {
+    const size_t tiles = size_t(q.tiles_m) * q.tiles_n;
+    p.partials = static_cast<float*>(workspace);
+    p.counters = reinterpret_cast<uint32_t*>(static_cast<unsigned char*>(workspace) +
+                                             size_t(q.splits) * tiles * size_t(q.block_m) * q.block_n * sizeof(float));
+  }
+  with_tile(p.m, [&](auto s) {
+    using S = decltype(s);
+    void* args[] = {&p};
+    CUDA_CHECK(cudaLaunchKernel(gathered_kernel_ready<S, G, E>(), dim3(unsigned(q.grid)), dim3(S::THREADS), args,
+                                size_t(gathered_smem_bytes<S>()), stream));
+    return 0;
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace wb::sparse

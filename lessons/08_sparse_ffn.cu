@@ -1,0 +1,565 @@
+// Lesson 08 - Sparse FFN: a router's active neurons turned into real speed.
+//
+// The problem: a transformer's feed-forward block, Y = act(X W1) W2, where a
+// router has kept only some of the d_ff intermediate neurons (the index list
+// I, shared by the batch, as in the gather-and-scatter post):
+//   Y = act(X W1[:, I]) W2[I, :]          X: M tokens x d_model
+// and for Llama's SwiGLU form, Y = (silu(X Wg[:, I]) * (X Wu[:, I])) W2[I, :].
+// --model gpt2 | llama2-7b | llama2-7b-swiglu sets d_model and d_ff;
+// --sparsity s leaves out that fraction of the neurons (I drawn at random,
+// seeded, unsorted), --indices FILE gives I instead. The reference is what a
+// model without a router pays: the dense FFN on cuBLAS (two cublasGemmEx and
+// an activation pass between them). The check is against the same path with
+// the router's mask applied in the activation pass, and fp64.
+//
+// What is new: the work falls with the sparsity, but only if the kernels read
+// only the active neurons' weights, and read them as fast as dense ones:
+//   step 1  masked_dense  the dense path with zeros where neurons are off: the
+//                         same time as dense, which is the point: a mask saves
+//                         nothing
+//   step 2  fused         the post's kernel in one launch: a block gathers 128
+//                         active columns of W1, applies the activation on chip,
+//                         multiplies by the same neurons' rows of W2 and adds
+//                         into every column of Y with atomics (fp32, rounded to
+//                         fp16 by a second kernel)
+//   step 3  gathered      two products, no atomics: H = act(X W1[:, I]) into a
+//                         compact M x |I| buffer, then Y = H W2[I, :]
+//   step 4  neuron_major  step 3 with W1 stored neuron-major (W1ᵀ, an offline
+//                         relayout done once per model): each neuron's weights
+//                         one 8 KiB run instead of a column of 2-byte pieces
+//           fused_neuron_major  step 2 on the same layout
+//   step 5  split_k       step 4, with lesson 06's split-K on a product whose
+//                         tiles are too few to fill the GPU (the last split of
+//                         a tile adds the others in order: the same bits every run)
+// SwiGLU's gate and up are one pass in every kernel: a neuron's gate and up
+// columns sit side by side in the tile, so one thread holds both.
+//
+// Why faster: a skinny FFN (M = 16) reads its weights once and is bound by
+// their bytes; a wide one (M = 512) by its flops. Both fall by 1 - s, if the
+// gathers cost nothing. A column of row-major W1 costs a 32-byte sector per
+// 2-byte value, so step 3 reads nearly all of W1 until s is high; a W2 row
+// and a neuron-major W1 row are runs, read at full rate.
+// What to look for: each variant's ratio to the dense FFN beside the ideal
+// 1/(1 - s) (the lines under the report), and its % of the copy bandwidth
+// counting the active weights only.
+//
+// Preconditions: M >= 1, any sparsity in [0, 1] (at 1 nothing is active: Y is
+// zero and no kernel reads the weights). --indices: whole numbers in
+// [0, d_ff), none repeated, checked before any GPU work. --n and --k are set
+// by --model. The kernels need sm_80.
+//
+// Run:  build/bin/lesson08_sparse_ffn                           (Llama-2-7B, M = 16, s = 0.75)
+//       build/bin/lesson08_sparse_ffn --m 512 --sparsity 0.9
+//       build/bin/lesson08_sparse_ffn --model llama2-7b-swiglu --m 16 --sparsity 0.5
+//       build/bin/lesson08_sparse_ffn --model gpt2 --m 2048 --sparsity 0.75
+// Measured: docs/lessons/08_sparse_ffn.md.
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "08_sparse_ffn/fused_ffn.cuh"
+#include "08_sparse_ffn/gather_gemm.cuh"
+#include "08_sparse_ffn/gather_wgmma.cuh"
+#include "harness/catalog.hpp"
+#include "harness/gemm_problem.cuh"
+#include "harness/harness.cuh"
+#include "harness/report.hpp"
+#include "schedule/sparse_ffn.hpp"
+
+namespace {
+
+using namespace wb;
+using namespace wb::sparse;
+
+// Inputs, in order.
+enum Input { kX, kW1, kW2, kI, kMask, kW1n };
+
+const ffn::Model& model_of(const Params& p) { return *ffn::find_model(p.text("model")); }
+const ffn::Model& model_of(const ProblemSize& s) { return model_of(s.params); }
+int per_of(const ProblemSize& s) { return ffn::up_columns_per_neuron(model_of(s)); }
+
+// The active list of this size (read from --indices, or its length from --sparsity).
+// A file is read once per process (launches ask for the count every time).
+const std::vector<int32_t>& listed_active(const ProblemSize& s, std::string* why = nullptr) {
+  struct Read {
+    std::vector<int32_t> idx;
+    std::string why;
+  };
+  static std::map<std::pair<std::string, int>, Read> cache;
+  static const Read none;
+  const std::string path = s.params.text("indices");
+  if (path.empty()) return none.idx;
+  const auto key = std::make_pair(path, model_of(s).d_ff);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    Read r;
+    r.why = ffn::active_list(path, key.second, 0.0, 0, r.idx);
+    it = cache.emplace(key, std::move(r)).first;
+  }
+  if (why) *why = it->second.why;
+  return it->second.idx;
+}
+int active_of(const ProblemSize& s) {
+  if (!s.params.text("indices").empty()) return int(listed_active(s).size());
+  return ffn::active_count(model_of(s).d_ff, s.params.number("sparsity"));
+}
+
+// The device's view of a run.
+struct Ffn {
+  const __half *x, *w1, *w2, *mask, *w1n;
+  const int32_t* idx;
+  __half* y;
+  int m, d_model, d_ff, count, per, ld;
+  Activation act;
+  bool swiglu;
+};
+
+Ffn ffn_of(const Buffers& b) {
+  const ProblemSize& s = b.size;
+  const ffn::Model& md = model_of(s);
+  Ffn f{};
+  f.x = static_cast<const __half*>(b.inputs[kX]);
+  f.w1 = static_cast<const __half*>(b.inputs[kW1]);
+  f.w2 = static_cast<const __half*>(b.inputs[kW2]);
+  f.mask = static_cast<const __half*>(b.inputs[kMask]);
+  f.w1n = static_cast<const __half*>(b.inputs[kW1n]);
+  f.idx = static_cast<const int32_t*>(b.inputs[kI]);
+  f.y = static_cast<__half*>(b.outputs[0]);
+  f.m = s.m;
+  f.d_model = md.d_model;
+  f.d_ff = md.d_ff;
+  f.count = active_of(s);
+  f.per = ffn::up_columns_per_neuron(md);
+  f.ld = ffn::compact_ld(f.count);
+  f.act = md.act;
+  f.swiglu = md.swiglu;
+  return f;
+}
+
+// ------------------------------------------------------------------ the fill
+// Weights uniform in [-a, a) with a = 2 / sqrt(fan-in), as a trained layer's
+// scale: the activations see inputs of order 1, and Y stays far from fp16's range.
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+float weight(uint64_t salt, uint64_t i, float a) {
+  const uint64_t r = mix(salt + i * 0x9E3779B97F4A7C15ull);
+  return a * (float(r >> 40) * (2.0f / 16777216.0f) - 1.0f);
+}
+
+void fill_ffn(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t seed) {
+  const ffn::Model& md = model_of(s);
+  const int64_t dm = md.d_model, dff = md.d_ff, per = ffn::up_columns_per_neuron(md), cols = per * dff;
+  auto* w1 = reinterpret_cast<uint16_t*>(in[kW1].data.data());
+  auto* w1n = reinterpret_cast<uint16_t*>(in[kW1n].data.data());
+  auto* w2 = reinterpret_cast<uint16_t*>(in[kW2].data.data());
+  const float a1 = 2.0f / std::sqrt(float(dm)), a2 = 2.0f / std::sqrt(float(dff));
+  const uint64_t salt1 = mix(seed * 31 + 1), salt2 = mix(seed * 31 + 2);
+  for (int64_t k = 0; k < dm; ++k)
+    for (int64_t j = 0; j < cols; ++j) {
+      const uint16_t h = float_to_half(weight(salt1, uint64_t(k * cols + j), a1));
+      w1[k * cols + j] = h;
+      const int64_t neuron = j % dff, which = j / dff;  // SwiGLU: gate columns, then up columns
+      w1n[(neuron * per + which) * dm + k] = h;          // neuron-major: a neuron's gate row, then its up row
+    }
+  for (int64_t i = 0; i < dff * dm; ++i) w2[i] = float_to_half(weight(salt2, uint64_t(i), a2));
+
+  std::vector<int32_t> idx = listed_active(s);
+  if (s.params.text("indices").empty()) idx = ffn::draw_active(int(dff), active_of(s), seed);
+  auto* out = reinterpret_cast<int32_t*>(in[kI].data.data());
+  out[0] = 0;  // the one slot of an empty list, never read
+  for (size_t p = 0; p < idx.size(); ++p) out[p] = idx[p];
+  auto* mask = reinterpret_cast<uint16_t*>(in[kMask].data.data());
+  for (int64_t i = 0; i < dff; ++i) mask[i] = float_to_half(0.0f);
+  for (const int32_t i : idx) mask[i] = float_to_half(1.0f);
+}
+
+// fp64 rows of Y: only the active neurons, straight from the definition.
+std::vector<double> ffn_fp64_rows(const ProblemSize& s, const std::vector<HostTensor>& in, size_t,
+                                  const std::vector<int64_t>& rows) {
+  const ffn::Model& md = model_of(s);
+  const int64_t dm = md.d_model, dff = md.d_ff, cols = int64_t(ffn::up_columns_per_neuron(md)) * dff;
+  const int count = active_of(s);
+  std::vector<double> out(rows.size() * size_t(dm), 0.0);
+  std::vector<double> gate(static_cast<size_t>(count)), up(static_cast<size_t>(count));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::fill(gate.begin(), gate.end(), 0.0);
+    std::fill(up.begin(), up.end(), 0.0);
+    for (int64_t k = 0; k < dm; ++k) {
+      const double xv = in[kX].at(rows[r], k);
+      const HostTensor& w1 = in[kW1];
+      for (int p = 0; p < count; ++p) {
+        const int64_t i = in[kI].int_value(p);
+        gate[size_t(p)] += xv * double(w1.value(k * cols + i));
+        if (md.swiglu) up[size_t(p)] += xv * double(w1.value(k * cols + dff + i));
+      }
+    }
+    double* y = out.data() + r * size_t(dm);
+    for (int p = 0; p < count; ++p) {
+      const double h = md.swiglu ? apply_activation(Activation::silu, gate[size_t(p)]) * up[size_t(p)]
+                                 : apply_activation(md.act, gate[size_t(p)]);
+      const int64_t i = in[kI].int_value(p);
+      for (int64_t c = 0; c < dm; ++c) y[c] += h * double(in[kW2].value(i * dm + c));
+    }
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ the dense paths
+// Workspace: the up product's output (M x per d_ff) and the activated one (M x d_ff).
+size_t dense_workspace(const ProblemSize& s) {
+  const ffn::Model& md = model_of(s);
+  return size_t(s.m) * size_t(md.d_ff) * size_t(ffn::up_columns_per_neuron(md) + 1) * sizeof(__half);
+}
+
+void dense_ffn(const Buffers& b, bool masked, cudaStream_t st) {
+  const Ffn f = ffn_of(b);
+  auto* full = static_cast<__half*>(b.workspace);
+  __half* act = full + size_t(f.m) * size_t(f.per) * f.d_ff;
+  cublas_gemm_rowmajor(b.cublas, f.x, f.w1, full, f.m, f.per * f.d_ff, f.d_model);
+  launch_dense_activation(full, masked ? f.mask : nullptr, act, f.m, f.d_ff, f.act, f.swiglu, st);
+  cublas_gemm_rowmajor(b.cublas, act, f.w2, f.y, f.m, f.d_model, f.d_ff);
+}
+
+// Work and bytes: dense (the reference and step 1) and active (the others).
+double ffn_flops(const ProblemSize& s, int neurons) {
+  const ffn::Model& md = model_of(s);
+  return 2.0 * s.m * double(md.d_model) * neurons * (ffn::up_columns_per_neuron(md) + 1);
+}
+double ffn_bytes(const ProblemSize& s, int neurons) {
+  const ffn::Model& md = model_of(s);
+  const double weights = 2.0 * double(md.d_model) * neurons * (ffn::up_columns_per_neuron(md) + 1);
+  return weights + 2.0 * 2.0 * s.m * double(md.d_model);  // + X in, Y out
+}
+
+Problem ffn_problem() {
+  Problem p;
+  p.summary = "Y = act(X W1[:, I]) W2[I, :], I the router's active neurons (SwiGLU: silu(X Wg[:, I]) * X Wu[:, I])";
+  p.dtype = "fp16 in, fp32 accumulate, fp16 intermediate and out";
+  p.params = {
+      ParamSpec{"model", "gpt2 (768 x 3072, GELU), llama2-7b (4096 x 11008, SiLU) or llama2-7b-swiglu", "llama2-7b",
+                {"gpt2", "llama2-7b", "llama2-7b-swiglu"}},
+      ParamSpec{"sparsity", "fraction of the d_ff neurons left out (I drawn at random, seeded)", "0.75", {}, true,
+                false, 0, 1},
+      ParamSpec{"indices", "a file of active neuron indices (whole numbers, any order) instead of --sparsity", ""},
+  };
+  p.sizes_from_params = [](const Params& params, int& n, int& k) {
+    n = model_of(params).d_model;
+    k = model_of(params).d_ff;
+  };
+  p.sizes_from_params_why = "--n and --k are set by --model here (N = d_model, K = d_ff)";
+  p.validate = [](const ProblemSize& s) -> std::string {
+    std::string why;
+    listed_active(s, &why);
+    return why;
+  };
+  p.shape_extras = [](const ProblemSize& s) {
+    std::map<std::string, ShapeParam> extra;
+    const auto number = [](double v) { return ShapeParam{std::to_string(int64_t(v)), true, v}; };
+    extra["d_model"] = number(model_of(s).d_model);
+    extra["d_ff"] = number(model_of(s).d_ff);
+    extra["active"] = number(active_of(s));
+    return extra;
+  };
+  p.inputs = [](const ProblemSize& s) {
+    const ffn::Model& md = model_of(s);
+    const int64_t per = ffn::up_columns_per_neuron(md);
+    return std::vector<TensorSpec>{
+        {"X", s.m, md.d_model},
+        {"W1", md.d_model, per * md.d_ff, DType::f16, Layout::row_major, true},
+        {"W2", md.d_ff, md.d_model, DType::f16, Layout::row_major, true},
+        {"I", 1, std::max(1, active_of(s)), DType::i32, Layout::row_major, true},
+        {"mask", 1, md.d_ff, DType::f16, Layout::row_major, true},
+        {"W1_neuron_major", per * md.d_ff, md.d_model, DType::f16, Layout::row_major, true},
+    };
+  };
+  p.outputs = [](const ProblemSize& s) { return std::vector<TensorSpec>{{"Y", s.m, model_of(s).d_model}}; };
+  p.fill = fill_ffn;
+  p.reference = Reference{"cublas", "dense cuBLAS FFN",
+                          "the dense FFN on cuBLAS: X W1, the activation pass, then W2 (every neuron; the reference)",
+                          [](const Buffers& b, cudaStream_t st) { dense_ffn(b, false, st); }, dense_workspace};
+  p.check_reference = Reference{"masked_cublas", "masked cuBLAS FFN",
+                                "the dense cuBLAS path with the router's mask applied in the activation pass",
+                                [](const Buffers& b, cudaStream_t st) { dense_ffn(b, true, st); }, dense_workspace};
+  p.fp64_rows = ffn_fp64_rows;
+  p.flops = [](const ProblemSize& s) { return ffn_flops(s, model_of(s).d_ff); };
+  p.bytes = [](const ProblemSize& s) { return ffn_bytes(s, model_of(s).d_ff); };
+  return p;
+}
+
+// ------------------------------------------------------------------ variants
+
+Variant sparse_variant(const char* name, const char* what) {
+  Variant v;
+  v.name = name;
+  v.what = what;
+  v.min_cc = 80;  // cp.async, mma.sync
+  v.flops = [](const ProblemSize& s) { return ffn_flops(s, active_of(s)); };
+  v.bytes = [](const ProblemSize& s) { return ffn_bytes(s, active_of(s)); };
+  v.bytes_what = "the active neurons' weights, X and Y";
+  return v;
+}
+
+Variant masked_dense() {
+  Variant v;
+  v.name = "masked_dense";
+  v.what = "the dense cuBLAS path, the mask applied in the activation pass: every neuron computed";
+  v.workspace_bytes = dense_workspace;
+  v.launch = [](const Buffers& b, cudaStream_t st) { dense_ffn(b, true, st); };
+  return v;
+}
+
+// The two products of steps 3-5, as planned for this size.
+struct TwoProducts {
+  GatherParams up, down;
+  GatherPlan up_plan, down_plan;
+  bool up_wgmma = false, down_wgmma = false;  // M > 64 on Hopper: the wgmma kernel (not for column gathers)
+};
+
+template <Gather G>
+TwoProducts two_products(const ProblemSize& s, bool split) {
+  const ffn::Model& md = model_of(s);
+  const int count = active_of(s), per = ffn::up_columns_per_neuron(md), ld = ffn::compact_ld(count);
+  TwoProducts t{};
+  t.up.count = t.down.count = count;
+  t.up.per = per;
+  t.up.mul = G == Gather::neuron_rows ? per : 1;
+  t.up.add = G == Gather::neuron_rows ? 1 : md.d_ff;
+  t.up.ldb = G == Gather::neuron_rows ? md.d_model : per * md.d_ff;
+  t.up.m = s.m;
+  t.up.n = per * ld;
+  t.up.k = md.d_model;
+  t.up.ldc = ld;
+  t.up.act = md.act;
+  t.up.swiglu = md.swiglu;
+  t.down.per = 1;
+  t.down.mul = 1;
+  t.down.ldb = md.d_model;
+  t.down.m = s.m;
+  t.down.n = md.d_model;
+  t.down.k = ld;
+  t.down.ldc = md.d_model;
+  t.down_wgmma = use_wgmma(s.m);
+  t.up_wgmma = t.down_wgmma && G != Gather::columns;
+  if constexpr (G != Gather::columns)
+    t.up_plan = t.up_wgmma ? plan_wgmma<G, Epilogue::activate>(s.m, t.up.n, t.up.k, split)
+                           : plan_gathered<G, Epilogue::activate>(s.m, t.up.n, t.up.k, split);
+  else
+    t.up_plan = plan_gathered<G, Epilogue::activate>(s.m, t.up.n, t.up.k, split);
+  t.down_plan = t.down_wgmma ? plan_wgmma<Gather::rows, Epilogue::store>(s.m, t.down.n, t.down.k, split)
+                             : plan_gathered<Gather::rows, Epilogue::store>(s.m, t.down.n, t.down.k, split);
+  return t;
+}
+
+// Workspace: H (M x ld), then the up product's split slots, then the down product's.
+template <Gather G>
+size_t two_products_workspace(const ProblemSize& s, bool split) {
+  const TwoProducts t = two_products<G>(s, split);
+  const size_t h = (size_t(s.m) * size_t(t.up.ldc) * sizeof(__half) + 255) / 256 * 256;
+  const size_t u = (gathered_workspace_bytes(t.up_plan) + 255) / 256 * 256;
+  return h + u + gathered_workspace_bytes(t.down_plan);
+}
+
+KernelConfig two_products_config(const TwoProducts& t) {
+  KernelConfig c;
+  const GatherPlan& u = t.up_plan;
+  const GatherPlan& d = t.down_plan;
+  c.block_m = u.block_m;
+  c.block_n = u.block_n;
+  c.block_k = 64;
+  c.threads = u.threads;
+  c.stages = u.stages;
+  c.split_k = std::max(u.splits, d.splits);
+  c.tiles_m = u.tiles_m + d.tiles_m;
+  c.tiles_n = std::max(u.tiles_n, d.tiles_n);
+  c.grid_blocks = u.grid + d.grid;
+  c.work_units = u.grid + d.grid;
+  c.blocks_per_sm = u.blocks_per_sm;
+  c.smem_bytes = u.smem;
+  c.products = {ProductGrid{"H (up)", t.up.m, t.up.n, t.up.k, u.tiles_m, u.tiles_n, 0},
+                ProductGrid{"Y (down)", t.down.m, t.down.n, t.down.k, d.tiles_m, d.tiles_n, u.tiles_m}};
+  if (t.up.count == 0) {  // nothing active: one launch writes Y's zeros, reading nothing; no trace
+    c = KernelConfig{};
+    c.block_m = d.block_m;
+    c.block_n = d.block_n;
+    c.block_k = 64;
+    c.threads = d.threads;
+    c.tiles_m = d.tiles_m;
+    c.tiles_n = d.tiles_n;
+    c.grid_blocks = d.grid;
+  }
+  return c;
+}
+
+template <Gather G>
+Variant two_pass(const char* name, const char* what, bool split) {
+  Variant v = sparse_variant(name, what);
+  v.config = [split](const ProblemSize& s) { return two_products_config(two_products<G>(s, split)); };
+  v.workspace_bytes = [split](const ProblemSize& s) { return two_products_workspace<G>(s, split); };
+  v.launch = [split](const Buffers& b, cudaStream_t st) {
+    const Ffn f = ffn_of(b);
+    TwoProducts t = two_products<G>(b.size, split);
+    auto* ws = static_cast<unsigned char*>(b.workspace);
+    auto* h = reinterpret_cast<__half*>(ws);
+    unsigned char* up_ws = ws + (size_t(f.m) * size_t(f.ld) * sizeof(__half) + 255) / 256 * 256;
+    unsigned char* down_ws = up_ws + (gathered_workspace_bytes(t.up_plan) + 255) / 256 * 256;
+    t.up.a = f.x;
+    t.up.b = G == Gather::neuron_rows ? f.w1n : f.w1;
+    t.up.idx = f.idx;
+    t.up.c = h;
+    t.up.trace = b.trace;
+    t.down.a = h;
+    t.down.b = f.w2;
+    t.down.idx = f.idx;
+    t.down.c = f.y;
+    t.down.trace = b.trace;
+    t.down.trace_first_unit = int(t.up_plan.grid);
+    t.down.trace_first_row = t.up_plan.tiles_m;
+    if constexpr (G != Gather::columns) {
+      if (t.up_wgmma)
+        launch_wgmma<G, Epilogue::activate>(t.up, t.up_plan, up_ws, st);
+      else
+        launch_gathered<G, Epilogue::activate>(t.up, t.up_plan, up_ws, st);
+    } else {
+      launch_gathered<G, Epilogue::activate>(t.up, t.up_plan, up_ws, st);
+    }
+    if (t.down_wgmma)
+      launch_wgmma<Gather::rows, Epilogue::store>(t.down, t.down_plan, down_ws, st);
+    else
+      launch_gathered<Gather::rows, Epilogue::store>(t.down, t.down_plan, down_ws, st);
+  };
+  v.model = [split](const ProblemSize& s, const KernelConfig&, const GpuInfo& gpu) {
+    const TwoProducts t = two_products<G>(s, split);
+    char buf[300];
+    const auto line = [&](const GatherPlan& q) {
+      const int64_t tiles = int64_t(q.tiles_m) * q.tiles_n, slots = int64_t(gpu.sm_count) * q.blocks_per_sm;
+      char b2[140];
+      std::snprintf(b2, sizeof b2, "%lld tiles of %dx%d x %d split%s = %lld blocks for %lld slots",
+                    static_cast<long long>(tiles), q.block_m, q.block_n, q.splits, q.splits == 1 ? "" : "s",
+                    static_cast<long long>(q.grid), static_cast<long long>(slots));
+      return std::string(b2);
+    };
+    std::snprintf(buf, sizeof buf, "up: %s; down: %s", line(t.up_plan).c_str(), line(t.down_plan).c_str());
+    return std::string(buf);
+  };
+  return v;
+}
+
+template <Gather G>
+Variant fused(const char* name, const char* what) {
+  Variant v = sparse_variant(name, what);
+  const auto columns = [](const ProblemSize& s) { return per_of(s) * active_of(s); };
+  v.config = [columns](const ProblemSize& s) {
+    const GatherPlan q = plan_fused(s.m, columns(s));
+    KernelConfig c;
+    c.block_m = q.block_m;
+    c.block_n = q.block_n;
+    c.block_k = 64;
+    c.threads = q.threads;
+    c.stages = q.stages;
+    c.tiles_m = q.tiles_m;
+    c.tiles_n = q.tiles_n;
+    c.grid_blocks = q.grid;
+    c.work_units = q.grid;
+    c.smem_bytes = q.smem;
+    if (q.grid == 0) {  // nothing active: only the rounding kernel runs; no trace
+      c.tiles_m = ceil_div(s.m, c.block_m);
+      c.tiles_n = ceil_div(model_of(s).d_model, c.block_n);
+      return c;
+    }
+    // One grid: the up side's tiles (H's columns), each going on to add into all of Y.
+    c.products = {ProductGrid{"H columns (then Y)", s.m, columns(s), model_of(s).d_model, q.tiles_m, q.tiles_n, 0}};
+    return c;
+  };
+  v.workspace_bytes = [](const ProblemSize& s) { return size_t(s.m) * size_t(model_of(s).d_model) * sizeof(float); };
+  v.prepare = [](const Buffers& b, cudaStream_t st) {  // the atomics add into a zeroed fp32 Y: part of the cost
+    CUDA_CHECK(cudaMemsetAsync(b.workspace, 0, b.workspace_bytes, st));
+  };
+  v.launch = [](const Buffers& b, cudaStream_t st) {
+    const Ffn f = ffn_of(b);
+    GatherParams up{};
+    up.a = f.x;
+    up.b = G == Gather::neuron_rows ? f.w1n : f.w1;
+    up.ldb = G == Gather::neuron_rows ? f.d_model : f.per * f.d_ff;
+    up.idx = f.idx;
+    up.count = f.count;
+    up.per = f.per;
+    up.mul = G == Gather::neuron_rows ? f.per : 1;
+    up.add = G == Gather::neuron_rows ? 1 : f.d_ff;
+    up.m = f.m;
+    up.n = f.per * f.count;
+    up.k = f.d_model;
+    up.act = f.act;
+    up.swiglu = f.swiglu;
+    up.splits = 1;
+    up.trace = b.trace;
+    launch_fused<G>(up, FusedDown{f.w2, f.d_model, static_cast<float*>(b.workspace)}, f.y, st);
+  };
+  v.model = [columns](const ProblemSize& s, const KernelConfig& c, const GpuInfo& gpu) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "%lld blocks (%d up-side columns each) for %d SMs; each adds into all %d columns of Y",
+                  static_cast<long long>(c.grid_blocks), c.block_n, gpu.sm_count, model_of(s).d_model);
+    (void)columns;
+    return std::string(buf);
+  };
+  return v;
+}
+
+std::vector<Variant> variants() {
+  return {
+      masked_dense(),
+      fused<Gather::columns>("fused", "the post's kernel: gather W1's columns, act on chip, W2's rows added into Y "
+                                      "with fp32 atomics"),
+      two_pass<Gather::columns>("gathered", "two products: H = act(X W1[:, I]) compact, then H W2[I, :]; no atomics",
+                                false),
+      two_pass<Gather::neuron_rows>("neuron_major", "the two products, W1 stored neuron-major: a neuron is one run",
+                                    false),
+      fused<Gather::neuron_rows>("fused_neuron_major", "the post's kernel on neuron-major W1"),
+      two_pass<Gather::neuron_rows>("split_k", "neuron_major with split-K where a product has too few tiles "
+                                               "(in order: the same bits every run)",
+                                    true),
+  };
+}
+
+// Under the report: each variant's speed-up beside the ideal 1 / (1 - s).
+std::string conclusion(const RunSummary& run) {
+  std::string out = copy_bandwidth_lines(run.results);
+  const int count = active_of(run.size);
+  const int d_ff = model_of(run.size).d_ff;
+  const double active = double(count) / d_ff;
+  char buf[300];
+  if (count == 0) {
+    std::snprintf(buf, sizeof buf, "nothing active (s = 1): Y is zero; the sparse variants read no weights\n");
+    return out + buf;
+  }
+  std::snprintf(buf, sizeof buf, "ideal speed-up 1 / (1 - s) = %.2fx (%d of %d neurons active)\n", 1.0 / active, count,
+                d_ff);
+  out += buf;
+  for (const VariantResult& v : run.results.variants) {
+    if (v.reference || v.skipped || v.vs_cublas <= 0) continue;
+    std::snprintf(buf, sizeof buf, "  %-20s %5.2fx the dense FFN, %3.0f%% of the ideal\n", v.name.c_str(), v.vs_cublas,
+                  100.0 * v.vs_cublas * active);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Lesson lesson;
+  lesson.info = catalog_entry("lesson08_sparse_ffn");
+  lesson.problem = ffn_problem();
+  lesson.variants = variants();
+  lesson.copy_bytes = [](const ProblemSize& s) {  // the active weights
+    return ffn_bytes(s, active_of(s)) - 4.0 * s.m * double(model_of(s).d_model);
+  };
+  lesson.repeat_check = true;
+  lesson.default_m = 16;
+  lesson.conclusion = conclusion;
+  return run_lesson(lesson, argc, argv);
+}
