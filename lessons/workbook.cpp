@@ -217,11 +217,16 @@ int cmd_compare(int argc, char** argv) {
   int worst = kExitOk;
   for (const LessonInfo* l : lessons) {
     const fs::path json = tmp_dir / (l->id + ".json");
-    std::vector<std::string> args = {lesson_binary(*l).string(), "--m", std::to_string(opt.m), "--n",
-                                     std::to_string(opt.n), "--k", std::to_string(opt.k), "--reps",
+    std::vector<std::string> args = {lesson_binary(*l).string(), "--m", std::to_string(opt.m), "--reps",
                                      std::to_string(opt.reps), "--rounds", std::to_string(opt.rounds), "--seed",
                                      std::to_string(opt.seed), "--device", std::to_string(opt.device), "--json",
                                      json.string()};
+    if (l->takes_n_k) {
+      for (const std::string& a : {std::string("--n"), std::to_string(opt.n), std::string("--k"), std::to_string(opt.k)})
+        args.push_back(a);
+    } else {  // its own sizes (lesson 08: its default model) at this M
+      std::printf("%s: N and K follow from its own options; run at M = %d with its defaults\n", l->id.c_str(), opt.m);
+    }
     if (opt.no_check) args.push_back("--no-check");
     std::printf("running %s ...\n", l->id.c_str());
     const int rc = run_program(args, true);

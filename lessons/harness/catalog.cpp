@@ -20,7 +20,8 @@ std::vector<LessonInfo> parse_catalog() {
     lessons.push_back(LessonInfo{e.at("id").get<std::string>(), e.at("number").get<std::string>(),
                                  e.at("title").get<std::string>(), e.at("idea_from").get<std::string>(),
                                  e.at("new_here").get<std::string>(), e.at("why_faster").get<std::string>(),
-                                 e.at("check").get<std::string>(), e.at("oldest_gpu").get<std::string>()});
+                                 e.at("check").get<std::string>(), e.at("oldest_gpu").get<std::string>(),
+                                 e.value("takes_n_k", true)});
   }
   return lessons;
 }

@@ -17,6 +17,7 @@ struct LessonInfo {
   std::string why_faster; // why it should be faster, in a sentence or two
   std::string check;      // what to look for in the report
   std::string oldest_gpu; // oldest GPU generation it runs on
+  bool takes_n_k = true;  // false: N and K follow from the lesson's own options (lesson 08's --model)
 };
 
 const std::vector<LessonInfo>& lesson_catalog();
