@@ -153,7 +153,10 @@ std::string format_recording(const Results& r, const std::vector<std::string>& v
   }
   std::string out = "  RECORDED on " + r.header.gpu.name + ", " + r.header.date + " (not measured on this machine)\n";
   out += "  " + describe_gpu(r.header) + "\n";
-  out += "  shape " + shape_text(r.header.m, r.header.n, r.header.k) + ", " + r.header.dtype + "\n\n";
+  std::string params;  // the lesson's own (model, sparsity, group size, ...): which recording this is
+  for (const auto& [name, value] : r.header.shape_params)
+    if (!value.text.empty()) params += " " + name + "=" + value.text;
+  out += "  shape " + shape_text(r.header.m, r.header.n, r.header.k) + params + ", " + r.header.dtype + "\n\n";
   if (ran_variants(shown) == 0) return out + "  (none of the variants asked for is in this recording)\n\n";
   return out + format_report(shown) + gbps_line(shown) + repeat_line(shown) + fused_epilogue_lines(shown) + "\n";
 }
