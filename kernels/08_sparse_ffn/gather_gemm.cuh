@@ -298,21 +298,37 @@ __device__ __forceinline__ void gathered_tile(const GatherParams& p, unsigned ch
   __syncthreads();
 }
 
-// The epilogue of a finished tile.
-template <class S, Epilogue E>
-__device__ __forceinline__ void finish_tile(const GatherParams& p, const splitk::Accumulators<S>& acc, int m0,
-                                            int n0) {
-  splitk::for_each_pair<S>(acc, m0, n0, [&](int r, int c, float v0, float v1) {
-    if (r >= p.m || c >= p.n) return;
-    if constexpr (E == Epilogue::store) {
-      *reinterpret_cast<__half2*>(p.c + int64_t(r) * p.ldc + c) = __floats2half2_rn(v0, v1);
-    } else if (p.swiglu) {
-      p.c[int64_t(r) * p.ldc + c / 2] = __float2half_rn(apply_activation(Activation::silu, v0) * v1);
-    } else {
-      *reinterpret_cast<__half2*>(p.c + int64_t(r) * p.ldc + c) =
-          __floats2half2_rn(apply_activation(p.act, v0), apply_activation(p.act, v1));
+// The epilogue of one pair of neighbouring accumulators (C[r][c], C[r][c + 1]).
+template <Epilogue E>
+__device__ __forceinline__ void finish_pair(const GatherParams& p, int r, int c, float v0, float v1) {
+  if (r >= p.m || c >= p.n) return;
+  if constexpr (E == Epilogue::store) {
+    *reinterpret_cast<__half2*>(p.c + int64_t(r) * p.ldc + c) = __floats2half2_rn(v0, v1);
+  } else if (p.swiglu) {
+    p.c[int64_t(r) * p.ldc + c / 2] = __float2half_rn(apply_activation(Activation::silu, v0) * v1);
+  } else {
+    *reinterpret_cast<__half2*>(p.c + int64_t(r) * p.ldc + c) =
+        __floats2half2_rn(apply_activation(p.act, v0), apply_activation(p.act, v1));
+  }
+}
+
+// After every thread has written its split's slot: counts the split in, and
+// says (to every thread) whether it was the tile's last; the last one lowers
+// the counter for the next launch.
+__device__ __forceinline__ bool last_split_of_tile(uint32_t* counter, int splits) {
+  __shared__ uint32_t last;
+  __syncthreads();  // every thread's stores come before the count
+  if (threadIdx.x == 0) {
+    __threadfence();
+    const uint32_t before = atomicAdd(counter, 1u);
+    last = before == uint32_t(splits - 1) ? 1u : 0u;
+    if (last) {
+      __threadfence();  // the others' slots are seen after their counts
+      *counter = 0;     // lowered for the next launch
     }
-  });
+  }
+  __syncthreads();
+  return last != 0u;
 }
 
 template <class S, Gather G, Epilogue E>
@@ -329,33 +345,19 @@ __global__ void __launch_bounds__(S::THREADS) gathered_gemm_kernel(GatherParams 
   splitk::Accumulators<S> acc;
   gathered_tile<S, G>(p, smem, m0, n0, kt_begin, kt_end, acc);
 
+  const auto finish = [&] {
+    splitk::for_each_pair<S>(acc, m0, n0, [&](int r, int c, float v0, float v1) { finish_pair<E>(p, r, c, v0, v1); });
+  };
   if (p.splits == 1) {
-    finish_tile<S, E>(p, acc, m0, n0);
+    finish();
   } else {
     float4* slots = reinterpret_cast<float4*>(p.partials);
     constexpr int SLOT = splitk::kSlotFloat4s<S>;
     splitk::write_slot<S>(slots + (size_t(unit.split) * tiles + unit.tile) * SLOT, acc);
-    __shared__ uint32_t last;
-    __syncthreads();  // every thread's stores come before the count
-    if (threadIdx.x == 0) {
-      __threadfence();
-      const uint32_t before = atomicAdd(p.counters + unit.tile, 1u);
-      last = before == uint32_t(p.splits - 1) ? 1u : 0u;
-      if (last) {
-        __threadfence();                // the others' slots are seen after their counts
-        p.counters[unit.tile] = 0;      // lowered for the next launch
-      }
-    }
-    __syncthreads();
-    if (last) {
-#pragma unroll
-      for (int i = 0; i < S::MMAS_M; ++i)
-#pragma unroll
-        for (int j = 0; j < S::MMAS_N; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc.v[i][j][e] = 0.0f;
+    if (last_split_of_tile(p.counters + unit.tile, p.splits)) {
+      acc = splitk::Accumulators<S>{};
       for (int s = 0; s < p.splits; ++s) splitk::add_slot<S>(slots + (size_t(s) * tiles + unit.tile) * SLOT, acc);
-      finish_tile<S, E>(p, acc, m0, n0);
+      finish();
     }
   }
   trace_end(p.trace, p.trace_first_unit + int(blockIdx.x), p.trace_first_row + tm, tn, kt_begin * S::BLOCK_K,

@@ -45,22 +45,6 @@ __device__ __forceinline__ void for_each_wgmma_pair(const float (&d)[WgmmaTile::
   }
 }
 
-template <Epilogue E>
-__device__ __forceinline__ void finish_wgmma_tile(const GatherParams& p, const float (&d)[WgmmaTile::ACC], int m0,
-                                                  int n0) {
-  for_each_wgmma_pair(d, m0, n0, [&](int r, int c, float v0, float v1) {
-    if (r >= p.m || c >= p.n) return;
-    if constexpr (E == Epilogue::store) {
-      *reinterpret_cast<__half2*>(p.c + int64_t(r) * p.ldc + c) = __floats2half2_rn(v0, v1);
-    } else if (p.swiglu) {
-      p.c[int64_t(r) * p.ldc + c / 2] = __float2half_rn(apply_activation(Activation::silu, v0) * v1);
-    } else {
-      *reinterpret_cast<__half2*>(p.c + int64_t(r) * p.ldc + c) =
-          __floats2half2_rn(apply_activation(p.act, v0), apply_activation(p.act, v1));
-    }
-  });
-}
-
 template <Gather G, Epilogue E>
 __global__ void __launch_bounds__(WgmmaTile::THREADS, 1) gathered_wgmma_kernel(GatherParams p) {
   using T = WgmmaTile;
@@ -174,8 +158,11 @@ __global__ void __launch_bounds__(WgmmaTile::THREADS, 1) gathered_wgmma_kernel(G
   cp_async_wait_group<0>();
   __syncthreads();
 
+  const auto finish = [&] {
+    for_each_wgmma_pair(d, m0, n0, [&](int r, int c, float v0, float v1) { finish_pair<E>(p, r, c, v0, v1); });
+  };
   if (p.splits == 1) {
-    finish_wgmma_tile<E>(p, d, m0, n0);
+    finish();
   } else {
     float4* slots = reinterpret_cast<float4*>(p.partials);
     constexpr int SLOT = T::ACC / 4 * T::THREADS;
@@ -183,19 +170,7 @@ __global__ void __launch_bounds__(WgmmaTile::THREADS, 1) gathered_wgmma_kernel(G
 #pragma unroll
     for (int i = 0; i < T::ACC / 4; ++i)
       mine[i * T::THREADS + tid] = make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
-    __shared__ uint32_t last;
-    __syncthreads();
-    if (tid == 0) {
-      __threadfence();
-      const uint32_t before = atomicAdd(p.counters + unit.tile, 1u);
-      last = before == uint32_t(p.splits - 1) ? 1u : 0u;
-      if (last) {
-        __threadfence();
-        p.counters[unit.tile] = 0;
-      }
-    }
-    __syncthreads();
-    if (last) {
+    if (last_split_of_tile(p.counters + unit.tile, p.splits)) {
 #pragma unroll
       for (int i = 0; i < T::ACC; ++i) d[i] = 0.0f;
       for (int s = 0; s < p.splits; ++s) {
@@ -209,7 +184,7 @@ __global__ void __launch_bounds__(WgmmaTile::THREADS, 1) gathered_wgmma_kernel(G
           d[4 * i + 3] += v.w;
         }
       }
-      finish_wgmma_tile<E>(p, d, m0, n0);
+      finish();
     }
   }
   trace_end(p.trace, p.trace_first_unit + int(blockIdx.x), p.trace_first_row + tm, tn, kt_begin * T::BLOCK_K,
