@@ -265,6 +265,16 @@ Problem ffn_problem() {
     extra["active"] = number(active_of(s));
     return extra;
   };
+  // A trace names the neurons behind H's columns (and Y's reduction): I, read back.
+  p.trace_extras = [](const ProblemSize& s, const Buffers& b, KernelConfig& c) {
+    const int count = active_of(s);
+    if (count == 0 || c.products.empty()) return;
+    c.gathered.what = "neurons";
+    c.gathered.of = model_of(s).d_ff;
+    c.gathered.index.resize(size_t(count));
+    CUDA_CHECK(cudaMemcpy(c.gathered.index.data(), b.inputs[kI], size_t(count) * sizeof(int32_t),
+                          cudaMemcpyDeviceToHost));
+  };
   p.inputs = [](const ProblemSize& s) {
     const ffn::Model& md = model_of(s);
     const int64_t per = ffn::up_columns_per_neuron(md);
@@ -380,8 +390,9 @@ KernelConfig two_products_config(const TwoProducts& t) {
   c.work_units = u.grid + d.grid;
   c.blocks_per_sm = u.blocks_per_sm;
   c.smem_bytes = u.smem;
-  c.products = {ProductGrid{"H (up)", t.up.m, t.up.n, t.up.k, u.tiles_m, u.tiles_n, 0},
-                ProductGrid{"Y (down)", t.down.m, t.down.n, t.down.k, d.tiles_m, d.tiles_n, u.tiles_m}};
+  // H's columns run over the active neurons (per columns each), Y's reduction too.
+  c.products = {ProductGrid{"H (up)", t.up.m, t.up.n, t.up.k, u.tiles_m, u.tiles_n, 0, "n", t.up.per},
+                ProductGrid{"Y (down)", t.down.m, t.down.n, t.down.k, d.tiles_m, d.tiles_n, u.tiles_m, "k", 1}};
   if (t.up.count == 0) {  // nothing active: one launch writes Y's zeros, reading nothing; no trace
     c = KernelConfig{};
     c.block_m = d.block_m;
@@ -472,7 +483,8 @@ Variant fused(const char* name, const char* what) {
       return c;
     }
     // One grid: the up side's tiles (H's columns), each going on to add into all of Y.
-    c.products = {ProductGrid{"H columns (then Y)", s.m, columns(s), model_of(s).d_model, q.tiles_m, q.tiles_n, 0}};
+    c.products = {ProductGrid{"H columns (then Y)", s.m, columns(s), model_of(s).d_model, q.tiles_m, q.tiles_n, 0,
+                              "n", per_of(s)}};
     return c;
   };
   v.workspace_bytes = [](const ProblemSize& s) { return size_t(s.m) * size_t(model_of(s).d_model) * sizeof(float); };

@@ -497,6 +497,21 @@ TEST(SparseFfn, TracesCoverBothProducts) {
       ASSERT_EQ(t.kernel.products.size(), 2u) << name;
       EXPECT_EQ(t.kernel.products[1].first_row, t.kernel.products[0].tiles_m) << name;
     }
+    // The trace names the neurons: GPT-2's 3072 at s = 0.5 leave 1536, and
+    // every product's units together used each of them (the viewer shows which).
+    const GatheredIndex& g = t.kernel.gathered;
+    EXPECT_EQ(g.of, 3072) << name;
+    ASSERT_EQ(g.index.size(), 1536u) << name;
+    for (const ProductGrid& p : t.kernel.products) {
+      EXPECT_FALSE(p.gathers.empty()) << name << ": " << p.name;
+      std::vector<char> used(g.index.size(), 0);
+      for (const TraceRecord& rec : t.records) {
+        if (product_of_row(t.kernel, rec.tile_m) != &p) continue;
+        const EntryRange e = gathered_entries(t, rec);
+        for (int64_t j = e.first; j < e.last; ++j) used[size_t(j)] = 1;
+      }
+      EXPECT_EQ(std::count(used.begin(), used.end(), 1), 1536) << name << ": " << p.name;
+    }
   }
   EXPECT_EQ(traces, 5) << r.out;  // masked_dense is library calls: not traced
   fs::remove_all(base.parent_path());

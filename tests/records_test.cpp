@@ -251,6 +251,64 @@ TEST(Records, StackedProductsRoundTripAndEachTileReducesOverItsOwnK) {
   EXPECT_THROW(trace_from_json(trace_to_json(bad)), RecordError);
 }
 
+void expect_rejected(const std::string& text, const std::string& needle, bool trace);
+
+// A gathered launch (lesson 08): 5 active neurons of 20; the up product's
+// columns run over them two at a time (SwiGLU's gate and up), padded to 16;
+// the down product reduces over them (k, padded to 8), split in two.
+Trace gathered_trace() {
+  Trace t = sample_trace();
+  t.header.m = 16;
+  t.header.n = 24;
+  t.header.k = 20;
+  t.kernel.block_n = 8;
+  t.kernel.products = {ProductGrid{"H (up)", 16, 16, 24, 1, 2, 0, "n", 2}, ProductGrid{"Y (down)", 16, 24, 8, 1, 3, 1, "k", 1}};
+  t.kernel.gathered = GatheredIndex{"neurons", 20, {17, 3, 9, 0, 12}};
+  t.kernel.tiles_m = 2;
+  t.kernel.tiles_n = 3;
+  t.kernel.work_units = t.kernel.grid_blocks = 8;
+  t.records.clear();
+  int unit = 0;
+  for (int c = 0; c < 2; ++c, ++unit) t.records.push_back(TraceRecord{0, c, 0, 24, 0, unit, 100, 150});
+  for (int c = 0; c < 3; ++c)
+    for (int h = 0; h < 2; ++h, ++unit) t.records.push_back(TraceRecord{1, c, 4 * h, 4 * h + 4, 1, unit, 100, 150});
+  return t;
+}
+
+TEST(Records, GatheredIndexRoundTripsAndNamesEachUnitsEntries) {
+  const Trace t = gathered_trace();
+  const std::string text = trace_to_json(t);
+  EXPECT_NE(text.find("\"index\": [17,3,9,0,12]"), std::string::npos) << "the index is one line";
+  const Trace back = trace_from_json(text);
+  EXPECT_EQ(back.kernel.gathered.index, t.kernel.gathered.index);
+  EXPECT_EQ(back.kernel.products[0].gathers_per, 2);
+  EXPECT_EQ(trace_to_json(back), text);
+
+  // Up columns 0-7 are neurons 0-3 of the list, 8-15 are 4 (and padding).
+  EXPECT_EQ(gathered_entries(back, back.records[0]).first, 0);
+  EXPECT_EQ(gathered_entries(back, back.records[0]).last, 4);
+  EXPECT_EQ(gathered_entries(back, back.records[1]).first, 4);
+  EXPECT_EQ(gathered_entries(back, back.records[1]).last, 5);
+  // Down: k 0-4 is entries 0-3, k 4-8 is entry 4 and padding.
+  EXPECT_EQ(gathered_entries(back, back.records[2]).last, 4);
+  EXPECT_EQ(gathered_entries(back, back.records[3]).first, 4);
+  EXPECT_EQ(gathered_entries(back, back.records[3]).last, 5);
+  EXPECT_TRUE(gathered_entries(sample_trace(), sample_trace().records[0]).empty());
+
+  Trace bad = gathered_trace();
+  bad.kernel.gathered.index[1] = 17;
+  expect_rejected(trace_to_json(bad), "listed twice", true);
+  bad = gathered_trace();
+  bad.kernel.gathered.index[0] = 20;
+  expect_rejected(trace_to_json(bad), "[0, of)", true);
+  bad = gathered_trace();
+  bad.kernel.products[0].gathers = bad.kernel.products[1].gathers = "";
+  expect_rejected(trace_to_json(bad), "no product", true);
+  bad = gathered_trace();
+  bad.kernel.products[1].gathers = "m";
+  expect_rejected(trace_to_json(bad), "gathers along", true);
+}
+
 // Each mutation of a valid file must be rejected with a RecordError naming the problem.
 void expect_rejected(const std::string& text, const std::string& needle, bool trace) {
   try {

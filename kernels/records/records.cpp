@@ -341,16 +341,33 @@ Results results_from_value(const json& j) {
 
 // ---------------------------------------------------------------- traces
 
-namespace {
-
-// What every traced launch writes: one record per work unit, numbered 0 ..
-// units - 1 once each, and for every tile k ranges that cover [0, K) exactly
-// once (a split tile has several, end to end).
 const ProductGrid* product_of_row(const KernelConfig& c, int tile_m) {
   for (const ProductGrid& p : c.products)
     if (tile_m >= p.first_row && tile_m < p.first_row + p.tiles_m) return &p;
   return nullptr;
 }
+
+EntryRange gathered_entries(const Trace& t, const TraceRecord& r) {
+  const KernelConfig& c = t.kernel;
+  const ProductGrid* p = product_of_row(c, r.tile_m);
+  if (!p || p->gathers.empty() || c.gathered.index.empty()) return {};
+  int64_t begin = 0, end = 0;  // positions along the gathered dimension
+  if (p->gathers == "n") {
+    begin = int64_t(r.tile_n) * c.block_n;
+    end = std::min(begin + c.block_n, p->n);
+  } else {
+    begin = r.k_begin;
+    end = r.k_end;
+  }
+  const int64_t per = std::max(p->gathers_per, 1), count = int64_t(c.gathered.index.size());
+  return EntryRange{std::min(begin / per, count), std::min((end + per - 1) / per, count)};
+}
+
+namespace {
+
+// What every traced launch writes: one record per work unit, numbered 0 ..
+// units - 1 once each, and for every tile k ranges that cover [0, K) exactly
+// once (a split tile has several, end to end).
 
 // The reduction length of the units in tile row `tile_m`.
 int64_t reduction_of_row(const KernelConfig& c, int64_t header_k, int tile_m) {
@@ -421,15 +438,29 @@ std::string trace_to_json(const Trace& t) {
                      {"smem_bytes", c.smem_bytes},   {"persistent", c.persistent}};
   if (!c.products.empty()) {
     json products = json::array();
-    for (const ProductGrid& p : c.products)
-      products.push_back(json{{"name", p.name}, {"m", p.m}, {"n", p.n}, {"k", p.k}, {"tiles_m", p.tiles_m},
-                              {"tiles_n", p.tiles_n}, {"first_row", p.first_row}});
+    for (const ProductGrid& p : c.products) {
+      json pj{{"name", p.name}, {"m", p.m}, {"n", p.n}, {"k", p.k}, {"tiles_m", p.tiles_m},
+              {"tiles_n", p.tiles_n}, {"first_row", p.first_row}};
+      if (!p.gathers.empty()) {
+        pj["gathers"] = p.gathers;
+        pj["gathers_per"] = p.gathers_per;
+      }
+      products.push_back(pj);
+    }
     j["kernel"]["products"] = products;
   }
+  // The index goes on one line (a placeholder swapped after dump), not one number per line.
+  static constexpr const char* kIndexSlot = "@gathered.index@";
+  if (!c.gathered.index.empty())
+    j["kernel"]["gathered"] = json{{"what", c.gathered.what}, {"of", c.gathered.of}, {"index", kIndexSlot}};
   j["timing"] = json{{"median_ms", t.median_ms}, {"traced_ms", t.traced_ms}, {"time_origin_ns", t.time_origin_ns}};
   j["record_fields"] = json::array({"tile_m", "tile_n", "k_begin", "k_end", "sm", "unit", "start_ns", "end_ns"});
   // One record per line keeps a 65,536-record trace readable and diffable.
   std::string out = j.dump(2);
+  if (!c.gathered.index.empty()) {
+    const std::string slot = std::string("\"") + kIndexSlot + "\"";
+    out.replace(out.find(slot), slot.size(), json(c.gathered.index).dump());
+  }
   out.erase(out.find_last_of('}'));
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   out += ",\n  \"records\": [";
@@ -483,6 +514,13 @@ Trace trace_from_json(const std::string& text) {
       p.tiles_m = int(get_nonneg(pj, "tiles_m", "kernel.products"));
       p.tiles_n = int(get_nonneg(pj, "tiles_n", "kernel.products"));
       p.first_row = int(get_nonneg(pj, "first_row", "kernel.products"));
+      if (pj.contains("gathers")) {
+        p.gathers = get_string(pj, "gathers", "kernel.products");
+        p.gathers_per = int(get_nonneg(pj, "gathers_per", "kernel.products"));
+        if ((p.gathers != "n" && p.gathers != "k") || p.gathers_per < 1)
+          throw RecordError("kernel.products: " + p.name + " gathers along \"" + p.gathers +
+                            "\" (expected \"n\" or \"k\", gathers_per at least 1)");
+      }
       if (p.m < 1 || p.n < 1 || p.k < 1 || p.tiles_m != ceil_div64(p.m, k.block_m) ||
           p.tiles_n != ceil_div64(p.n, k.block_n) || p.first_row != rows)
         throw RecordError("kernel.products: " + p.name + " is not its shape cut into tiles, stacked after the last");
@@ -494,6 +532,27 @@ Trace trace_from_json(const std::string& text) {
       throw RecordError("kernel: tiles_m x tiles_n is not the products' tiles stacked");
   } else if (k.tiles_m != ceil_div64(t.header.m, k.block_m) || k.tiles_n != ceil_div64(t.header.n, k.block_n)) {
     throw RecordError("kernel: tiles_m x tiles_n is not the shape cut into block_m x block_n tiles");
+  }
+  if (const json* g = c.contains("gathered") ? &c.at("gathered") : nullptr) {
+    const std::string gw = "kernel.gathered";
+    GatheredIndex& gi = k.gathered;
+    gi.what = get_string(*g, "what", gw);
+    gi.of = get_nonneg(*g, "of", gw);
+    if (gi.of < 1 || gi.of > (int64_t(1) << 24)) throw RecordError(gw + ".of: expected 1 to 16,777,216");
+    const json& idx = *field_ptr(*g, "index", gw);
+    if (!idx.is_array() || idx.empty()) throw RecordError(gw + ".index: expected a non-empty array");
+    std::vector<char> seen(size_t(gi.of), 0);
+    gi.index.reserve(idx.size());
+    for (const json& e : idx) {
+      if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() >= gi.of)
+        throw RecordError(gw + ".index: every entry must be a whole number in [0, of)");
+      const int64_t v = e.get<int64_t>();
+      if (seen[size_t(v)]++) throw RecordError(gw + ".index: " + std::to_string(v) + " listed twice");
+      gi.index.push_back(int32_t(v));
+    }
+    bool any = false;
+    for (const ProductGrid& p : k.products) any |= !p.gathers.empty();
+    if (!any) throw RecordError(gw + ": no product says which dimension runs over it");
   }
   const json& tm = *field_ptr(j, "timing", "trace");
   t.median_ms = get_number(tm, "median_ms", "timing");

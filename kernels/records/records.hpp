@@ -122,6 +122,20 @@ struct ProductGrid {
   int64_t m = 0, n = 0, k = 0;
   int tiles_m = 0, tiles_n = 0;
   int first_row = 0;
+  // Which of its dimensions runs over KernelConfig::gathered (lesson 08: the
+  // active neurons): "" none, "n" its columns, "k" its reduction. `gathers_per`
+  // consecutive positions share one entry (SwiGLU: a neuron's gate and up
+  // columns); positions past the list are padding.
+  std::string gathers;
+  int gathers_per = 1;
+};
+
+// Rows or columns of a bigger matrix that a launch gathered (lesson 08: the
+// router's active neurons): entry j of a gathering product is `index[j]` of `of`.
+struct GatheredIndex {
+  std::string what;              // "neurons"
+  int64_t of = 0;                // how many there are (d_ff)
+  std::vector<int32_t> index;    // distinct, each in [0, of)
 };
 
 struct KernelConfig {
@@ -140,6 +154,7 @@ struct KernelConfig {
   // Empty: one product, the header's M x N x K. Otherwise the products stacked
   // in the grid (tiles_m their rows together, tiles_n the widest).
   std::vector<ProductGrid> products;
+  GatheredIndex gathered;  // empty index: the launch gathers nothing
 };
 
 struct Trace {
@@ -151,6 +166,17 @@ struct Trace {
   uint64_t time_origin_ns = 0;  // records' times are relative to this %globaltimer value
   std::vector<TraceRecord> records;
 };
+
+// Which entries of kernel.gathered a work unit used, [first, last): its tile's
+// columns for a product that gathers along n, its k range along k; {0, 0} for
+// a unit of a product that gathers nothing (or a trace without a list).
+struct EntryRange {
+  int64_t first = 0, last = 0;
+  bool empty() const { return last <= first; }
+};
+EntryRange gathered_entries(const Trace& t, const TraceRecord& r);
+// The product a tile row belongs to (null: the trace has no products).
+const ProductGrid* product_of_row(const KernelConfig& c, int tile_m);
 
 // `workbook compare`'s file: every variant of every lesson on one shape, ranked
 // by its ratio to the reference, and each lesson's whole run.

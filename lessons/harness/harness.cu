@@ -528,6 +528,7 @@ void LessonRun::write_traces(const std::vector<VariantResult>& results) {
     trace.header = header_;
     trace.variant = v.name;
     trace.kernel = cfg;
+    if (problem_.trace_extras) problem_.trace_extras(size_, buffers(outputs_, i), trace.kernel);
     trace.median_ms = results[i].median_ms;
     trace.traced_ms = median_of(ms);
     trace.records.resize(size_t(cfg.work_units));

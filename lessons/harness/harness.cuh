@@ -116,6 +116,9 @@ struct Problem {
   // Entries the results' "shape" has beside m, n, k and the parameters
   // (lesson 08: d_model, d_ff, the active count).
   std::function<std::map<std::string, ShapeParam>(const ProblemSize&)> shape_extras;
+  // What a trace's kernel config takes from the inputs (lesson 08: the active
+  // neurons' list, read back from the device); empty: nothing.
+  std::function<void(const ProblemSize&, const Buffers& inputs, KernelConfig& config)> trace_extras;
   // fp64 values of rows `rows` of output `output` (rows.size() x cols, before
   // any fused activation), computed from the inputs.
   std::function<std::vector<double>(const ProblemSize&, const std::vector<HostTensor>& inputs, size_t output,

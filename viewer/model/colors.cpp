@@ -16,4 +16,12 @@ Rgb launch_order_rgb(int64_t pid, int64_t count) {
   return Rgb{mix(a.r, b.r), mix(a.g, b.g), mix(a.b, b.b)};
 }
 
+Rgb category_rgb(int index) {
+  static constexpr Rgb kCategories[] = {{78, 121, 167}, {242, 142, 43}, {225, 87, 89},  {118, 183, 178},
+                                        {89, 161, 79},  {237, 201, 72}, {176, 122, 161}, {255, 157, 167},
+                                        {156, 117, 95}, {186, 176, 172}};
+  constexpr int n = int(std::size(kCategories));
+  return kCategories[((index % n) + n) % n];
+}
+
 }  // namespace wb::viewer

@@ -81,7 +81,11 @@ void build_sm_row_bars(const TimelineModel& model, const TimelineView& view, int
   const int lane = sm * model.slots_per_sm();
   const int64_t units = std::max<int64_t>(int64_t(records.size()), 1);
   const int buckets = std::max(view.colour_buckets, 1);
-  auto bucket_of = [&](const TraceRecord& r) { return int(int64_t(r.unit) * buckets / units); };
+  const std::vector<uint8_t>* keys = view.colour_keys && view.colour_keys->size() == records.size() ? view.colour_keys
+                                                                                                   : nullptr;
+  auto bucket_of = [&](uint32_t i) {
+    return keys ? int((*keys)[i]) : int(int64_t(records[i].unit) * buckets / units);
+  };
   // Cull: a block that starts before begin - longest block has ended before begin.
   const double first_start = view.begin_ns - double(model.longest_block_ns(sm));
   auto it = std::lower_bound(row.begin(), row.end(), first_start,
@@ -95,7 +99,7 @@ void build_sm_row_bars(const TimelineModel& model, const TimelineView& view, int
     if (double(r.end_ns) < view.begin_ns) continue;
     const float x0 = float(std::max((double(r.start_ns) - view.begin_ns) * px_per_ns, -1.0));
     const float x1 = float(std::min((double(r.end_ns) - view.begin_ns) * px_per_ns, double(view.width_px) + 1.0));
-    const int bucket = bucket_of(r);
+    const int bucket = bucket_of(*it);
     if (have_pending) {
       const bool touches = x0 - pending.x1 < view.merge_px;
       const bool narrow = x1 - x0 < view.merge_px || pending.x1 - pending.x0 < view.merge_px;

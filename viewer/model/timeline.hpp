@@ -64,6 +64,9 @@ struct TimelineView {
   // row still shows which part of the launch order ran when.
   bool rows_per_sm = false;
   int colour_buckets = 32;
+  // When set: each record's colour key (unit_colours' key, by record index),
+  // used instead of the launch-order bands.
+  const std::vector<uint8_t>* colour_keys = nullptr;
 };
 
 struct TimelineBar {

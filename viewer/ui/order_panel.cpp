@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "model/unit_colours.hpp"
+
 namespace wb::viewer::ui {
 
 OrderPanel::OrderPanel() {
@@ -139,9 +141,16 @@ void OrderPanel::draw_grid(Workspace& ws) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const ImVec2 avail = ImGui::GetContentRegionAvail();
+  // A trace of stacked products names each band of rows on the right; one that
+  // gathered (lesson 08) gets a strip of the positions it gathered from below.
+  const std::vector<ProductGrid> no_products;
+  const std::vector<ProductGrid>& products = trace ? trace->trace.kernel.products : no_products;
+  const bool gathers = trace && !trace->trace.kernel.gathered.index.empty();
   const float strip = 14.0f, gap = 8.0f, label_h = ImGui::GetTextLineHeightWithSpacing();
-  const float legend_h = 3 * label_h + 12;
-  const float grid_w = avail.x - strip - gap - 70, grid_h = avail.y - strip - gap - label_h - legend_h;
+  float names_w = 0;
+  for (const ProductGrid& p : products) names_w = std::max(names_w, ImGui::CalcTextSize(p.name.c_str()).x + 12);
+  const float legend_h = 3 * label_h + 12 + (gathers ? 2 * label_h + 26 : 0);
+  const float grid_w = avail.x - strip - gap - 70 - names_w, grid_h = avail.y - strip - gap - label_h - legend_h;
   const int cell = std::max(1, int(std::floor(std::min(grid_w / float(tn), grid_h / float(tm)))));
   const ImVec2 c0(std::floor(origin.x + 70 + strip + gap), std::floor(origin.y + label_h + strip + gap));
   const ImVec2 c1(c0.x + float(cell * tn), c0.y + float(cell * tm));
@@ -183,6 +192,13 @@ void OrderPanel::draw_grid(Workspace& ws) {
     }
   }
 
+  // Products: a line between bands, each named beside its first row.
+  for (const ProductGrid& p : products) {
+    const float y = c0.y + float(p.first_row * cell);
+    if (p.first_row > 0) dl->AddLine(ImVec2(c0.x - gap - strip, y), ImVec2(c1.x + 4, y), IM_COL32(230, 230, 230, 200), 2.0f);
+    dl->AddText(ImVec2(c1.x + 8, y), IM_COL32(230, 230, 230, 255), p.name.c_str());
+  }
+
   // Legend: the ramp, and the state colours.
   const float ly = c1.y + 10;
   const float ramp_w = std::min(240.0f, std::max(c1.x - c0.x, 120.0f));
@@ -215,22 +231,75 @@ void OrderPanel::draw_grid(Workspace& ws) {
   // Hover: which program computes this tile, and from a trace where and when it ran.
   ImGui::SetCursorScreenPos(c0);
   ImGui::InvisibleButton("C tiles", ImVec2(std::max(c1.x - c0.x, 1.0f), std::max(c1.y - c0.y, 1.0f)));
+  std::vector<size_t> hovered_records;
   if (ImGui::IsItemHovered()) {
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     const int j = std::clamp(int((mouse.x - c0.x) / float(cell)), 0, tn - 1);
     const int i = std::clamp(int((mouse.y - c0.y) / float(cell)), 0, tm - 1);
     const size_t t = size_t(i) * size_t(tn) + size_t(j);
     ImGui::BeginTooltip();
-    ImGui::Text("tile (%d, %d)   program id %lld", i, j, static_cast<long long>(order_of_tile[t]));
-    ImGui::Text("reads A row-block %d, B column-block %d", i, j);
     if (trace && record_of_tile_[t] >= 0) {
-      const TraceRecord& r = trace->trace.records[size_t(record_of_tile_[t])];
+      const Trace& tr = trace->trace;
+      const TraceRecord& r = tr.records[size_t(record_of_tile_[t])];
+      ImGui::Text("%s   unit %lld", tile_label(tr, r).c_str(), static_cast<long long>(order_of_tile[t]));
       ImGui::Text("SM %d, start %s, end %s (%s)", r.sm, format_ns(double(r.start_ns)).c_str(),
                   format_ns(double(r.end_ns)).c_str(), format_ns(double(r.end_ns - r.start_ns)).c_str());
-      if (r.k_end - r.k_begin < setup.k) ImGui::Text("k %d .. %d (split-K or Stream-K: more units for this tile)", r.k_begin, r.k_end);
+      const ProductGrid* product = product_of_row(tr.kernel, r.tile_m);
+      if (r.k_end - r.k_begin < (product ? product->k : setup.k))
+        ImGui::Text("k %d .. %d (split-K or Stream-K: more units for this tile)", r.k_begin, r.k_end);
+      for (size_t u = 0; u < tr.records.size(); ++u)
+        if (tr.records[u].tile_m == i && tr.records[u].tile_n == j) hovered_records.push_back(u);
+      if (const std::string g = gathered_text(tr, r); !g.empty()) {
+        ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30);
+        ImGui::TextWrapped("gathered %s%s", g.c_str(), hovered_records.size() > 1 ? " (its first unit)" : "");
+        ImGui::PopTextWrapPos();
+      }
+    } else if (trace) {
+      ImGui::Text("tile (%d, %d): no unit (a stacked product narrower than the grid)", i, j);
+    } else {
+      ImGui::Text("tile (%d, %d)   program id %lld", i, j, static_cast<long long>(order_of_tile[t]));
+      ImGui::Text("reads A row-block %d, B column-block %d", i, j);
     }
     ImGui::EndTooltip();
   }
+  if (gathers) draw_gather_strip(*trace, position, hovered_records, ImVec2(c0.x, ly + 14 + 2 * label_h + 6),
+                                 std::max(c1.x - c0.x + names_w, 240.0f));
+}
+
+// Which of the gathered-from positions (lesson 08: the d_ff neurons) the units in
+// flight use, and the hovered tile's, on a strip in the positions' own order.
+void OrderPanel::draw_gather_strip(const LoadedTrace& trace, double position, const std::vector<size_t>& hovered,
+                                   ImVec2 at, float width) {
+  const Trace& tr = trace.trace;
+  const GatheredIndex& g = tr.kernel.gathered;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  char line[200];
+  std::snprintf(line, sizeof line, "the %lld %s (%zu listed) the units in flight gathered", static_cast<long long>(g.of),
+                g.what.c_str(), g.index.size());
+  dl->AddText(at, kTextDim, line);
+  const float y0 = at.y + ImGui::GetTextLineHeightWithSpacing(), h = 16;
+  std::vector<size_t> in_flight;
+  for (size_t i = 0; i < tr.records.size(); ++i)
+    if (double(tr.records[i].start_ns) <= position && position < double(tr.records[i].end_ns)) in_flight.push_back(i);
+  const int cells = std::max(1, int(width));
+  const std::vector<GatherState> strip = gather_strip(tr, in_flight, hovered, cells);
+  for (int x = 0; x < cells; ++x) {
+    const GatherState s = strip[size_t(x)];
+    if (s == GatherState::not_listed) continue;
+    const Rgb c = s == GatherState::hovered ? kHoveredRgb : s == GatherState::in_flight ? kOperandHighlightRgb : kListedRgb;
+    dl->AddRectFilled(ImVec2(at.x + float(x), y0), ImVec2(at.x + float(x + 1), y0 + h), to_imu32(c));
+  }
+  dl->AddRect(ImVec2(at.x - 1, y0 - 1), ImVec2(at.x + float(cells) + 1, y0 + h + 1), kGridLine);
+  float x = at.x;
+  const float ty = y0 + h + 4;
+  const auto key = [&](Rgb c, const char* text) {
+    dl->AddRectFilled(ImVec2(x, ty + 2), ImVec2(x + 12, ty + 14), to_imu32(c));
+    dl->AddText(ImVec2(x + 16, ty), kTextDim, text);
+    x += 16 + ImGui::CalcTextSize(text).x + 16;
+  };
+  key(kListedRgb, "listed (active)");
+  key(kOperandHighlightRgb, "gathered by a unit in flight");
+  key(kHoveredRgb, "by the hovered tile");
 }
 
 }  // namespace wb::viewer::ui

@@ -38,6 +38,8 @@ class OrderPanel {
  private:
   void draw_controls(Workspace& ws);
   void draw_grid(Workspace& ws);
+  void draw_gather_strip(const LoadedTrace& trace, double position, const std::vector<size_t>& hovered, ImVec2 at,
+                         float width);
   bool replaying_trace(const Workspace& ws) const { return follow_.following() && ws.current(); }
   // Takes the loaded trace's problem into the model (shape, tiles, order, GPU).
   void take_trace(const LoadedTrace& trace);

@@ -52,6 +52,7 @@ void TimelinePanel::draw(Workspace& ws, float frame_seconds) {
   ws.trace_playback.advance(frame_seconds);
   const LoadedTrace* other = compare_ ? ws.comparison() : nullptr;
   const double end = double(std::max(t->timeline.end_ns(), other ? other->timeline.end_ns() : 0));
+  if (t != viewed_) colouring_ = default_colouring(t->trace);
   if (t != viewed_ || other != compared_ || end != view_end_ns_) {
     viewed_ = t;
     compared_ = other;
@@ -68,22 +69,51 @@ void TimelinePanel::draw(Workspace& ws, float frame_seconds) {
     ImGui::Checkbox("compare", &compare_);
     ImGui::SameLine();
   }
+  const std::vector<UnitColouring> choices = colourings_for(t->trace);
+  if (choices.size() > 1) {
+    ImGui::SetNextItemWidth(130);
+    if (ImGui::BeginCombo("colour", unit_colouring_name(colouring_))) {
+      for (UnitColouring c : choices)
+        if (ImGui::Selectable(unit_colouring_name(c), c == colouring_)) colouring_ = c;
+      ImGui::EndCombo();
+    }
+    ImGui::SameLine();
+  }
   ImGui::TextDisabled("wheel: zoom   drag: pan   click: move the playhead   double-click: fit");
-  draw_legend();
+  draw_legend(*t);
 
   bars_drawn_ = 0;
   layout_ = {{"traces", nlohmann::json::array()}};
   const float h = ImGui::GetContentRegionAvail().y;
   if (other) {
+    colours_of(*t, 0);
+    colours_of(*other, 1);
     draw_trace(ws, *t, "trace a", std::floor(h * 0.5f) - 2, canvases_[0]);
     draw_trace(ws, *other, "trace b", std::floor(h * 0.5f) - 2, canvases_[1]);
   } else {
+    colours_of(*t, 0);
     draw_trace(ws, *t, "trace a", h, canvases_[0]);
   }
 }
 
-// What the colours mean: the launch-order ramp, the tail, merged bars, the playhead.
-void TimelinePanel::draw_legend() {
+const UnitColours& TimelinePanel::colours_of(const LoadedTrace& t, int which) {
+  // The comparison takes trace a's colouring where it has it, else its own default.
+  UnitColouring by = colouring_;
+  if (which == 1) {
+    const std::vector<UnitColouring> own = colourings_for(t.trace);
+    if (std::find(own.begin(), own.end(), by) == own.end()) by = default_colouring(t.trace);
+  }
+  if (coloured_for_[which] != &t || coloured_by_[which] != by) {
+    coloured_for_[which] = &t;
+    coloured_by_[which] = by;
+    colours_[which] = unit_colours(t.trace, by, view_.colour_buckets);
+  }
+  return colours_[which];
+}
+
+// What the colours mean: the launch-order ramp (or the k slices' or products'
+// swatches), the tail, merged bars, the playhead.
+void TimelinePanel::draw_legend(const LoadedTrace& t) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 p = ImGui::GetCursorScreenPos();
   const float h = ImGui::GetTextLineHeight();
@@ -92,12 +122,22 @@ void TimelinePanel::draw_legend() {
     dl->AddText(ImVec2(x, p.y), kTextDim, t);
     x += ImGui::CalcTextSize(t).x + 18;
   };
-  text("block colour = launch order: first");
-  for (int s = 0; s < 40; ++s)
-    dl->AddRectFilled(ImVec2(x - 12 + 2.5f * float(s), p.y + 2), ImVec2(x - 12 + 2.5f * float(s + 1) + 0.5f, p.y + h - 2),
-                      to_imu32(launch_order_rgb(s, 40)));
-  x += 100 - 12 + 6;
-  text("last");
+  if (colouring_ == UnitColouring::launch_order) {
+    text("block colour = launch order: first");
+    for (int s = 0; s < 40; ++s)
+      dl->AddRectFilled(ImVec2(x - 12 + 2.5f * float(s), p.y + 2), ImVec2(x - 12 + 2.5f * float(s + 1) + 0.5f, p.y + h - 2),
+                        to_imu32(launch_order_rgb(s, 40)));
+    x += 100 - 12 + 6;
+    text("last");
+  } else {
+    const UnitColours& c = colours_of(t, 0);
+    text(("block colour = " + c.title + ":").c_str());
+    for (size_t i = 0; i < c.labels.size(); ++i) {
+      dl->AddRectFilled(ImVec2(x - 12, p.y + 2), ImVec2(x, p.y + h - 2), to_imu32(category_rgb(int(i))));
+      x += 4;
+      text(c.labels[i].c_str());
+    }
+  }
   dl->AddRectFilled(ImVec2(x, p.y + 2), ImVec2(x + 12, p.y + h - 2), darker(launch_order_rgb(20, 40), 0.7f));
   x += 16;
   text("several blocks in one pixel (zoom in)");
@@ -186,10 +226,11 @@ void TimelinePanel::draw_trace(Workspace& ws, const LoadedTrace& lt, const char*
   const int first_sm = std::clamp(int((clip_top - area0.y) / row_h), 0, sms);
   const int last_sm = std::clamp(int(std::ceil((clip_bottom - area0.y) / row_h)), 0, sms);
   view_.rows_per_sm = !lanes_visible;
+  const UnitColours& colours = colours_of(lt, &canvases_[1] == &bars_canvas ? 1 : 0);
+  view_.colour_keys = &colours.key;
   bars_.clear();
   build_timeline_bars(tl, view_, first_sm * slots, last_sm * slots, bars_);
   bars_drawn_ += bars_.size();
-  const int64_t units = std::max<int64_t>(int64_t(tl.records().size()), 1);
   const TimelineBar* hovered_bar = nullptr;
   for (const TimelineBar& bar : bars_) {
     const int sm = bar.lane / slots, slot = bar.lane % slots;
@@ -199,14 +240,14 @@ void TimelinePanel::draw_trace(Workspace& ws, const LoadedTrace& lt, const char*
       y1 = y0 + row_h / float(slots);
     }
     if (y1 - y0 >= 3) y1 -= 1;  // a hairline between rows when there is room
-    const TraceRecord& r = tl.records()[bar.first_record];
-    const Rgb c = launch_order_rgb(r.unit, units);
+    const Rgb c = unit_rgb(colours, trace, bar.first_record);
     const ImVec2 b0(area0.x + bar.x0, y0), b1(area0.x + bar.x1, y1);
     // Merged bars are darker, except in SM rows where merging is the rule.
     canvas_rect(b0.x, b0.y, b1.x, b1.y, bar.count > 1 && lanes_visible ? darker(c, 0.7f) : to_imu32(c));
     if (hovered && io.MousePos.x >= b0.x && io.MousePos.x < b1.x && io.MousePos.y >= y0 && io.MousePos.y < y1)
       hovered_bar = &bar;
   }
+  view_.colour_keys = nullptr;
   bars_canvas.draw(dl, canvas0);
   // Playhead.
   const float xp = x_of(ws.trace_playback.position());
@@ -234,14 +275,20 @@ void TimelinePanel::draw_trace(Workspace& ws, const LoadedTrace& lt, const char*
     ImGui::BeginTooltip();
     if (hovered_bar->count > 1) {
       ImGui::Text("%u blocks merged here (each narrower than a pixel): zoom in", hovered_bar->count);
-      ImGui::Text("first: unit %d, tile (%d, %d)", r.unit, r.tile_m, r.tile_n);
+      ImGui::Text("first: unit %d, %s", r.unit, tile_label(trace, r).c_str());
     } else {
-      ImGui::Text("unit (program id) %d: tile (%d, %d)", r.unit, r.tile_m, r.tile_n);
+      ImGui::Text("unit (program id) %d: %s", r.unit, tile_label(trace, r).c_str());
       ImGui::Text("SM %d, slot %d", r.sm, hovered_bar->lane % slots);
       ImGui::Text("start %s, end %s, %s", format_ns(double(r.start_ns)).c_str(), format_ns(double(r.end_ns)).c_str(),
                   format_ns(double(r.end_ns - r.start_ns)).c_str());
-      if (r.k_end - r.k_begin < trace.header.k)
-        ImGui::Text("k %d .. %d of %lld", r.k_begin, r.k_end, static_cast<long long>(trace.header.k));
+      const ProductGrid* product = product_of_row(trace.kernel, r.tile_m);
+      const int64_t k = product ? product->k : trace.header.k;
+      if (r.k_end - r.k_begin < k) ImGui::Text("k %d .. %d of %lld", r.k_begin, r.k_end, static_cast<long long>(k));
+      if (const std::string g = gathered_text(trace, r); !g.empty()) {
+        ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30);
+        ImGui::TextWrapped("gathered %s", g.c_str());
+        ImGui::PopTextWrapPos();
+      }
     }
     ImGui::EndTooltip();
   }
