@@ -167,6 +167,24 @@ TEST(LessonRecorded, ShowsTheShapeAndVariantsAskedFor) {
   EXPECT_NE(r.out.find("shape 4096 x 4096 x 4096"), std::string::npos) << r.out;
 }
 
+// Among the recordings at a shape, the one with the run's own parameters is
+// shown (lesson 08 records every sparsity at the same M, N and K); with a
+// value nothing was recorded at, a line says which are.
+TEST(LessonRecorded, PicksTheRecordingByTheLessonsParameters) {
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present: the no-GPU path is not reachable here";
+  if (!have("lesson08_sparse_ffn")) GTEST_SKIP() << "lesson08_sparse_ffn is not in this build (no CUDA)";
+  for (const char* s : {"0.5", "0.9"}) {
+    const Ran r = run(std::string("lesson08_sparse_ffn --m 16 --sparsity ") + s);
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find(std::string("model=llama2-7b sparsity=") + s + ","), std::string::npos) << s << ": " << r.out;
+    EXPECT_EQ(r.out.find("Nothing is recorded"), std::string::npos) << r.out;
+  }
+  const Ran none = run("lesson08_sparse_ffn --m 16 --sparsity 0.3");
+  EXPECT_EQ(none.code, 0) << none.out;
+  EXPECT_NE(none.out.find("with model=llama2-7b sparsity=0.3 (recorded there: "), std::string::npos) << none.out;
+  EXPECT_NE(none.out.find("model=llama2-7b sparsity=0.9;"), std::string::npos) << none.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(Lessons, LessonCli, ::testing::ValuesIn(wb::lesson_ids()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 

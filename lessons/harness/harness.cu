@@ -807,6 +807,7 @@ int run_lesson(const Lesson& lesson, int argc, char** argv) {
     request.n = opt.n;
     request.k = opt.k;
     request.variants = opt.variants;
+    request.params = shape_params(lesson.problem.params, opt.params);
     std::printf("No CUDA GPU here (%s). Results recorded on a real GPU:\n\n%s", reason.c_str(),
                 format_recorded_results(assets_dir(), id, request).c_str());
     return kExitOk;

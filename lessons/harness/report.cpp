@@ -187,6 +187,40 @@ std::string format_recorded_results(const std::string& assets, const std::string
     return found;
   };
   std::vector<const Recording*> shown = at(request.m, request.n, request.k);
+  if (!shown.empty() && !request.params.empty()) {
+    const auto same = [](const ShapeParam& a, const ShapeParam& b) {
+      if (a.numeric && b.numeric) return std::abs(a.value - b.value) <= 1e-9 * std::max(std::abs(a.value), 1.0);
+      return a.text == b.text;
+    };
+    const auto matches = [&](const Recording* r) {
+      for (const auto& [name, value] : request.params) {
+        const auto it = r->results.header.shape_params.find(name);
+        if (it != r->results.header.shape_params.end() && !same(it->second, value)) return false;
+      }
+      return true;
+    };
+    std::vector<const Recording*> matching;
+    for (const Recording* r : shown)
+      if (matches(r)) matching.push_back(r);
+    if (matching.empty()) {
+      std::string asked, recorded;
+      std::vector<std::string> seen;
+      for (const auto& [name, value] : request.params)
+        if (!value.text.empty()) asked += " " + name + "=" + value.text;
+      for (const Recording* r : shown) {
+        std::string own;
+        for (const auto& [name, value] : r->results.header.shape_params)
+          if (request.params.count(name) && !value.text.empty()) own += (own.empty() ? "" : " ") + name + "=" + value.text;
+        if (std::find(seen.begin(), seen.end(), own) != seen.end()) continue;
+        seen.push_back(own);
+        recorded += (recorded.empty() ? "" : "; ") + own;
+      }
+      out += "  Nothing is recorded for " + lesson_id + " at " + shape_text(request.m, request.n, request.k) + " with" +
+             asked + " (recorded there: " + recorded + "); here is what is:\n\n";
+    } else {
+      shown = matching;
+    }
+  }
   if (shown.empty()) {
     std::vector<std::string> shapes;
     for (const Recording& r : all) {
