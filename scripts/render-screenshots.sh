@@ -36,5 +36,9 @@ shot streamk "$traces/lesson04_hopper.tma_store.3072x3072x4096.json.gz" \
   --compare "$traces/lesson04_hopper.streamk.3072x3072x4096.json.gz" --panel timeline
 shot balanced "$traces/lesson04_hopper.tma_store.json.gz" \
   --compare "$traces/lesson04_hopper.balanced.json.gz" --panel timeline
+# Split-K at M = 1: the serial semaphore's four k slices against Stream-K's free ranges, by k slice.
+shot splitk "$traces/lesson06_splitk.serial.json.gz" --compare "$traces/lesson06_splitk.streamk.json.gz" --panel timeline
+# Lesson 08: the two gathered products stacked, and the neurons the units in flight gathered.
+shot neurons "$traces/lesson08_sparse_ffn.split_k.json.gz" --panel order
 # Results: every recorded H100 run, bars and roofline.
 shot results --panel results

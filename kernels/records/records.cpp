@@ -449,18 +449,11 @@ std::string trace_to_json(const Trace& t) {
     }
     j["kernel"]["products"] = products;
   }
-  // The index goes on one line (a placeholder swapped after dump), not one number per line.
-  static constexpr const char* kIndexSlot = "@gathered.index@";
-  if (!c.gathered.index.empty())
-    j["kernel"]["gathered"] = json{{"what", c.gathered.what}, {"of", c.gathered.of}, {"index", kIndexSlot}};
+
   j["timing"] = json{{"median_ms", t.median_ms}, {"traced_ms", t.traced_ms}, {"time_origin_ns", t.time_origin_ns}};
   j["record_fields"] = json::array({"tile_m", "tile_n", "k_begin", "k_end", "sm", "unit", "start_ns", "end_ns"});
   // One record per line keeps a 65,536-record trace readable and diffable.
   std::string out = j.dump(2);
-  if (!c.gathered.index.empty()) {
-    const std::string slot = std::string("\"") + kIndexSlot + "\"";
-    out.replace(out.find(slot), slot.size(), json(c.gathered.index).dump());
-  }
   out.erase(out.find_last_of('}'));
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   out += ",\n  \"records\": [";
@@ -472,7 +465,13 @@ std::string trace_to_json(const Trace& t) {
                   static_cast<unsigned long long>(r.end_ns));
     out += line;
   }
-  out += "\n  ]\n}\n";
+  out += "\n  ]";
+  // The gathered list (thousands of numbers, on one line) comes last, so that a
+  // reader of the file's head (the viewer's asset list) finds the whole header.
+  if (!c.gathered.index.empty())
+    out += ",\n  \"gathered\": " +
+           json{{"what", c.gathered.what}, {"of", c.gathered.of}, {"index", c.gathered.index}}.dump();
+  out += "\n}\n";
   return out;
 }
 
@@ -533,8 +532,8 @@ Trace trace_from_json(const std::string& text) {
   } else if (k.tiles_m != ceil_div64(t.header.m, k.block_m) || k.tiles_n != ceil_div64(t.header.n, k.block_n)) {
     throw RecordError("kernel: tiles_m x tiles_n is not the shape cut into block_m x block_n tiles");
   }
-  if (const json* g = c.contains("gathered") ? &c.at("gathered") : nullptr) {
-    const std::string gw = "kernel.gathered";
+  if (const json* g = j.contains("gathered") ? &j.at("gathered") : nullptr) {
+    const std::string gw = "gathered";
     GatheredIndex& gi = k.gathered;
     gi.what = get_string(*g, "what", gw);
     gi.of = get_nonneg(*g, "of", gw);

@@ -154,7 +154,7 @@ struct KernelConfig {
   // Empty: one product, the header's M x N x K. Otherwise the products stacked
   // in the grid (tiles_m their rows together, tiles_n the widest).
   std::vector<ProductGrid> products;
-  GatheredIndex gathered;  // empty index: the launch gathers nothing
+  GatheredIndex gathered;  // empty index: the launch gathers nothing (in the file: "gathered", after the records)
 };
 
 struct Trace {

@@ -95,9 +95,8 @@ UnitColours unit_colours(const Trace& t, UnitColouring by, int launch_bands) {
   c.title = "the part of K it reduced over";
   if (tenths) {
     c.keys = kMaxKSlices;
-    c.title = "where in K its range starts";
-    for (int i = 0; i < kMaxKSlices; ++i)
-      c.labels.push_back(std::to_string(i * 100 / kMaxKSlices) + "-" + std::to_string((i + 1) * 100 / kMaxKSlices) + "%");
+    c.title = "where its k range starts (% of K)";
+    for (int i = 0; i < kMaxKSlices; ++i) c.labels.push_back(std::to_string(i * 100 / kMaxKSlices));
   } else if (products == 1) {  // the ranges themselves: "k 0 .. 1K"
     const auto& s = starts[0];
     const int64_t k = t.kernel.products.empty() ? t.header.k : t.kernel.products[0].k;

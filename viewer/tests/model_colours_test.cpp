@@ -47,8 +47,8 @@ TEST(UnitColours, ManyStartsFallIntoTenthsOfK) {
   // Their first halves end where they start (the trace's coverage is not checked here).
   const UnitColours c = unit_colours(t, UnitColouring::k_slice);
   EXPECT_EQ(c.keys, kMaxKSlices);
-  EXPECT_EQ(c.labels[5], "50-60%");
-  EXPECT_EQ(c.title, "where in K its range starts");
+  EXPECT_EQ(c.labels[5], "50");
+  EXPECT_EQ(c.title, "where its k range starts (% of K)");
   for (size_t i = 0; i < t.records.size(); ++i)
     EXPECT_EQ(int(c.key[i]), t.records[i].k_begin == 0 ? 0 : t.records[i].k_begin * 10 / 4096);
 }

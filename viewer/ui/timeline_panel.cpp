@@ -22,6 +22,17 @@ double tick_step(double span_ns, double target) {
   return 10 * p;
 }
 
+// A colouring's swatches and labels from (x, y) on one text line; returns the x after them.
+float draw_key(ImDrawList* dl, float x, float y, const UnitColours& c) {
+  const float h = ImGui::GetTextLineHeight();
+  for (size_t i = 0; i < c.labels.size(); ++i) {
+    dl->AddRectFilled(ImVec2(x, y + 2), ImVec2(x + 12, y + h - 2), to_imu32(category_rgb(int(i))));
+    dl->AddText(ImVec2(x + 16, y), kTextDim, c.labels[i].c_str());
+    x += 16 + ImGui::CalcTextSize(c.labels[i].c_str()).x + 14;
+  }
+  return x;
+}
+
 }  // namespace
 
 void TimelinePanel::fit_view(double end_ns) {
@@ -132,11 +143,7 @@ void TimelinePanel::draw_legend(const LoadedTrace& t) {
   } else {
     const UnitColours& c = colours_of(t, 0);
     text(("block colour = " + c.title + ":").c_str());
-    for (size_t i = 0; i < c.labels.size(); ++i) {
-      dl->AddRectFilled(ImVec2(x - 12, p.y + 2), ImVec2(x, p.y + h - 2), to_imu32(category_rgb(int(i))));
-      x += 4;
-      text(c.labels[i].c_str());
-    }
+    x = draw_key(dl, x - 14, p.y, c) + 4;
   }
   dl->AddRectFilled(ImVec2(x, p.y + 2), ImVec2(x + 12, p.y + h - 2), darker(launch_order_rgb(20, 40), 0.7f));
   x += 16;
@@ -149,6 +156,17 @@ void TimelinePanel::draw_legend(const LoadedTrace& t) {
   x += 14;
   text("playhead (shared with Tile order)");
   ImGui::Dummy(ImVec2(x - p.x, h));
+  // A comparison coloured another way (its own k ranges) gets its own key, on a line of its own.
+  if (compared_) {
+    const UnitColours& b = colours_of(*compared_, 1);
+    if (b.by != UnitColouring::launch_order && (b.by != colouring_ || b.labels != colours_of(t, 0).labels)) {
+      const ImVec2 q = ImGui::GetCursorScreenPos();
+      const std::string title = "trace b's colour = " + b.title + ":";
+      dl->AddText(q, kTextDim, title.c_str());
+      const float end = draw_key(dl, q.x + ImGui::CalcTextSize(title.c_str()).x + 14, q.y, b);
+      ImGui::Dummy(ImVec2(end - q.x, h));
+    }
+  }
 }
 
 void TimelinePanel::draw_trace(Workspace& ws, const LoadedTrace& lt, const char* id, float height,
@@ -162,7 +180,6 @@ void TimelinePanel::draw_trace(Workspace& ws, const LoadedTrace& lt, const char*
                 format_ns(duration - double(tl.tail_begin_ns())).c_str(),
                 duration > 0 ? 100.0 * (duration - double(tl.tail_begin_ns())) / duration : 0.0);
   ImGui::TextUnformatted(line);
-
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
   const float width = ImGui::GetContentRegionAvail().x;
