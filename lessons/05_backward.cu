@@ -6,8 +6,8 @@
 //   dP = dZ * act'(P)   dX = dP Wᵀ   dW = Xᵀ dP   db = column sums of dP.
 // What must be saved: the "Matmul forward and backward" notebook reads the
 // derivative off Z (where(Z > 0, dZ, 0)), which works for ReLU only. GELU and
-// SiLU need P (or a recomputation); ReLU would need one bit per element.
-// This lesson saves P.
+// SiLU need P (or a recomputation); ReLU needs one bit per element (P > 0).
+// This lesson saves P, and for ReLU also the bitmask (relu_mask reads it).
 //
 // What is new: the two products read an operand along its columns. dX = dP Wᵀ
 // reads W row by row as if it were Wᵀ ("NT"); dW = Xᵀ dP reads X column by
@@ -24,6 +24,9 @@
 //   step 3  one_launch    both products in one persistent launch: the tiles of
 //                         dX, then those of dW, walked as one list, so the last
 //                         wave of dX is filled with dW's first tiles
+//   relu_mask             step 3 reading what a ReLU layer need only save:
+//                         the act' pass takes a bit per element instead of
+//                         P's two bytes (6 bytes an element become 4.125)
 //   step 4  fused         no dP pass: each product loads dZ and P where it
 //                         would load dP, and forms dP = dZ * act'(P) in the
 //                         registers the tensor cores read A from (an "RS"
@@ -283,8 +286,39 @@ void act_pass(const BackwardArgs& a, cudaStream_t st) {
   if (a.dz) launch_act_grad(a, pass_for(a), st);
 }
 
+// Step 3: the act' pass (and db), then dX's and dW's tiles in one launch.
+void act_pass_then_one_launch(const BackwardArgs& a, cudaStream_t st) {
+  launch_act_grad(a, pass_for(a), st);
+  if (!tma_ok(ProblemSize{a.m, a.n, a.k, {}})) return strided_products(a, st);
+  Products ps = {};
+  describe_product<LayoutNT>(ps, 0, dx_product(a));
+  describe_product<LayoutTN>(ps, 1, dw_product(a));
+  launch_layout_gemm<LayoutNT, LayoutTN>(ps, a.trace, st);
+}
+
 std::string both_products_only(const ProblemSize& s) {
   return part_of(s) == Part::all ? "" : "computes both products in one launch (only with --part all)";
+}
+
+// ReLU's derivative is its sign: the forward may save a bit per element instead
+// of P. The inputs then carry that bitmask beside P (built from P on the host).
+bool has_relu_mask(const ProblemSize& s) { return part_of(s) == Part::all && activation_of(s) == Activation::relu; }
+constexpr size_t kMaskInput = 4;
+
+std::string relu_only(const ProblemSize& s) {
+  if (part_of(s) != Part::all) return "computes both products in one launch, from the saved bitmask (only with --part all)";
+  return has_relu_mask(s) ? "" : "GELU and SiLU need P itself: their derivative is not a function of P's sign";
+}
+
+// What the backward must move at least: X, W, dZ and what the forward saved (P,
+// or ReLU's bitmask) read once; dX, dW and db written once. With --part, the
+// product's own operands.
+double backward_bytes(const ProblemSize& s, bool relu_mask) {
+  const double mk = double(s.m) * s.k, kn = double(s.k) * s.n, mn = double(s.m) * s.n;
+  if (part_of(s) == Part::dx) return 2.0 * (mn + kn + mk);
+  if (part_of(s) == Part::dw) return 2.0 * (mk + mn + kn);
+  const double saved = relu_mask ? 4.0 * double(s.m) * relu_mask_words(s.n) : 2.0 * mn;
+  return 2.0 * (mk + kn + mn) + saved + 2.0 * (mk + kn) + (has_bias(s) ? 2.0 * s.n : 0.0);
 }
 
 std::vector<Variant> variants() {
@@ -323,17 +357,28 @@ std::vector<Variant> variants() {
   {
     Variant v = backward_variant(
         "one_launch", "act' (and db) pass, then dX and dW tiles in one persistent TMA + wgmma launch", 90,
-        [](const BackwardArgs& a, cudaStream_t st) {
-          launch_act_grad(a, pass_for(a), st);
-          if (!tma_ok(ProblemSize{a.m, a.n, a.k, {}})) return strided_products(a, st);
-          Products ps = {};
-          describe_product<LayoutNT>(ps, 0, dx_product(a));
-          describe_product<LayoutTN>(ps, 1, dw_product(a));
-          launch_layout_gemm<LayoutNT, LayoutTN>(ps, a.trace, st);
-        });
+        act_pass_then_one_launch);
     v.config = [](const ProblemSize& s) { return layout_config(s, Launches::one); };
     v.note = fallback_note;
     v.skip = both_products_only;
+    out.push_back(v);
+  }
+  {
+    Variant v = backward_variant(
+        "relu_mask", "step 3 with what a ReLU layer's forward need only save: act' reads a bit per element, not P",
+        90, act_pass_then_one_launch);
+    v.launch = [](const Buffers& b, cudaStream_t st) {
+      Buffers with_mask = b;
+      with_mask.inputs[2] = nullptr;  // P is not read: the bitmask stands in for it
+      BackwardArgs a = backward_args(with_mask);
+      a.relu_mask = static_cast<const uint32_t*>(b.inputs[kMaskInput]);
+      act_pass_then_one_launch(a, st);
+    };
+    v.config = [](const ProblemSize& s) { return layout_config(s, Launches::one); };
+    v.bytes = [](const ProblemSize& s) { return backward_bytes(s, true); };
+    v.bytes_what = "P's 2 bytes an element replaced by the bitmask's bit";
+    v.note = fallback_note;
+    v.skip = relu_only;
     out.push_back(v);
   }
   {
@@ -391,6 +436,29 @@ void cublas_sequence(const Buffers& b, cudaStream_t st) {
                             CUDA_R_16F, a.k, &zero, a.dw, CUDA_R_16F, a.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx (dW)");
   if (a.db) launch_act_grad(a, GradPass::sum_only, st);
+}
+
+// For ReLU: P uniform in [-1, 1) (seeded), and the bitmask a forward would
+// save beside it: bit c % 32 of word c / 32 of row r is P[r, c] > 0.
+void fill_relu_mask(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t seed) {
+  if (!has_relu_mask(s)) return;
+  HostTensor& p = in[2];
+  HostTensor& mask = in[kMaskInput];
+  const int words = relu_mask_words(s.n);
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 0x5EEDull;
+  for (int64_t r = 0; r < s.m; ++r) {
+    std::vector<uint32_t> row(size_t(words), 0);
+    for (int64_t c = 0; c < s.n; ++c) {
+      state += 0x9E3779B97F4A7C15ull;  // splitmix64
+      uint64_t z = state;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      z ^= z >> 31;
+      p.set(r, c, float(double(z >> 11) * 0x1.0p-53 * 2.0 - 1.0));
+      if (p.at(r, c) > 0.0f) row[size_t(c / 32)] |= 1u << (c % 32);
+    }
+    for (int w = 0; w < words; ++w) mask.set_int(r, w, int32_t(row[size_t(w)]));
+  }
 }
 
 // dP in fp64 (as float: its rounding is far below the check's tolerance).
@@ -489,9 +557,17 @@ Problem backward_problem() {
     switch (part_of(s)) {
       case Part::dx: return std::vector<TensorSpec>{{"dP", s.m, s.n}, {"W", s.k, s.n}};
       case Part::dw: return std::vector<TensorSpec>{{"X", s.m, s.k}, {"dP", s.m, s.n}};
-      default: return std::vector<TensorSpec>{{"X", s.m, s.k}, {"W", s.k, s.n}, {"P", s.m, s.n}, {"dZ", s.m, s.n}};
+      default: {
+        std::vector<TensorSpec> in{{"X", s.m, s.k}, {"W", s.k, s.n}, {"P", s.m, s.n}, {"dZ", s.m, s.n}};
+        if (has_relu_mask(s)) {  // P and its bitmask agree: both written by fill_relu_mask
+          in[2].filled_by_problem = true;
+          in.push_back(TensorSpec{"ReLU mask", s.m, relu_mask_words(s.n), DType::i32, wb::Layout::row_major, true});
+        }
+        return in;
+      }
     }
   };
+  p.fill = fill_relu_mask;
   p.outputs = [](const ProblemSize& s) {
     if (part_of(s) == Part::dx) return std::vector<TensorSpec>{{"dX", s.m, s.k}};
     if (part_of(s) == Part::dw) return std::vector<TensorSpec>{{"dW", s.k, s.n}};
@@ -504,6 +580,7 @@ Problem backward_problem() {
                           cublas_sequence, scratch_bytes};
   p.fp64_rows = backward_fp64_rows;
   p.flops = [](const ProblemSize& s) { return (part_of(s) == Part::all ? 4.0 : 2.0) * s.m * double(s.n) * s.k; };
+  p.bytes = [](const ProblemSize& s) { return backward_bytes(s, false); };  // the bitmask input is relu_mask's alone
   return p;
 }
 

@@ -3,7 +3,8 @@
 // gradient db = column sums of dP.
 //
 // The pass reads dZ and P and writes dP: 6 bytes per element of memory traffic
-// around the GEMMs, which is what fusing act' into them saves.
+// around the GEMMs, which is what fusing act' into them saves. For ReLU the
+// forward need only save a bit per element (P > 0): 4.125 bytes.
 //
 // db without atomics, so it is the same bit for bit on every run: each block
 // covers 256 columns x 64 rows and writes its column sums to a row of partials
@@ -46,10 +47,16 @@ enum class GradPass {
   sum_only,      // the column sums of an existing dP (a framework's dP.sum(0))
 };
 
+// ReLU's saved bitmask: bit c % 32 of word c / 32 of a row is 1 where P[r, c] > 0
+// (its derivative; 0 at exactly 0, as in PyTorch): relu_mask_words(N) words a row.
+__host__ __device__ inline int relu_mask_words(int n) { return (n + 31) / 32; }
+
+// `mask` null: act'(P) from P; otherwise (ReLU only) from the bitmask, a bit
+// instead of two bytes per element.
 template <Activation ACT, GradPass kPass>
 __global__ void __launch_bounds__(kGradThreads)
     act_grad_kernel(const __half* __restrict__ dz, const __half* __restrict__ p, __half* __restrict__ dp,
-                    float* __restrict__ db_partials, int m, int n) {
+                    float* __restrict__ db_partials, int m, int n, const uint32_t* __restrict__ mask = nullptr) {
   const int col = int(blockIdx.x) * kGradCols + 8 * (threadIdx.x % 32);
   const int lane_row = int(threadIdx.x) / 32;
   const int row_end = min(m, int(blockIdx.y + 1) * kGradRows);
@@ -69,11 +76,20 @@ __global__ void __launch_bounds__(kGradThreads)
       } else {
         __half g[8], x[8];
         load8(dz + at, cols_left, vector_ok, g);
-        load8(p + at, cols_left, vector_ok, x);
+        if (mask != nullptr) {  // 8 bits of one word: col is a multiple of 8
+          const uint32_t bits = mask[int64_t(row) * relu_mask_words(n) + col / 32] >> (col % 32);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          out[j] = __float2half_rn(__half2float(g[j]) * activation_grad(ACT, __half2float(x[j])));
-          if constexpr (kBias) sums[j] += __half2float(out[j]);  // db adds what the GEMMs read
+          for (int j = 0; j < 8; ++j) {
+            out[j] = (bits >> j) & 1u ? g[j] : __float2half(0.0f);
+            if constexpr (kBias) sums[j] += __half2float(out[j]);
+          }
+        } else {
+          load8(p + at, cols_left, vector_ok, x);
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            out[j] = __float2half_rn(__half2float(g[j]) * activation_grad(ACT, __half2float(x[j])));
+            if constexpr (kBias) sums[j] += __half2float(out[j]);  // db adds what the GEMMs read
+          }
         }
       }
       if (vector_ok && cols_left >= 8) {
@@ -116,11 +132,12 @@ inline void launch_act_grad(const BackwardArgs& a, GradPass pass, cudaStream_t s
     constexpr Activation kAct = decltype(act)::value;
     switch (pass) {
       case GradPass::grad:
-        act_grad_kernel<kAct, GradPass::grad><<<grid, kGradThreads, 0, stream>>>(a.dz, a.p, a.dp, nullptr, a.m, a.n);
+        act_grad_kernel<kAct, GradPass::grad>
+            <<<grid, kGradThreads, 0, stream>>>(a.dz, a.p, a.dp, nullptr, a.m, a.n, a.relu_mask);
         break;
       case GradPass::grad_and_sum:
         act_grad_kernel<kAct, GradPass::grad_and_sum>
-            <<<grid, kGradThreads, 0, stream>>>(a.dz, a.p, a.dp, a.db_partials, a.m, a.n);
+            <<<grid, kGradThreads, 0, stream>>>(a.dz, a.p, a.dp, a.db_partials, a.m, a.n, a.relu_mask);
         break;
       case GradPass::sum_only:
         act_grad_kernel<Activation::none, GradPass::sum_only>
@@ -128,6 +145,7 @@ inline void launch_act_grad(const BackwardArgs& a, GradPass pass, cudaStream_t s
         break;
     }
   };
+  if (a.relu_mask && a.act != Activation::relu) throw CudaError("lesson 05: only ReLU's derivative is a bitmask");
   switch (a.act) {
     case Activation::relu: go(std::integral_constant<Activation, Activation::relu>{}); break;
     case Activation::gelu: go(std::integral_constant<Activation, Activation::gelu>{}); break;

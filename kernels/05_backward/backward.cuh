@@ -39,6 +39,7 @@ struct BackwardArgs {
   __half* dp;            // (M, N) scratch for dP, inside the workspace
   float* db_partials;    // (db_partial_rows(M), N) scratch for db, inside the workspace
   TraceRecord* trace;    // one record per work unit, or nullptr
+  const uint32_t* relu_mask = nullptr;  // ReLU only: the saved bitmask (act_grad.cuh) instead of P
 };
 
 }  // namespace wb::backward
