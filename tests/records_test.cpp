@@ -15,6 +15,7 @@
 #include "fail_writes.hpp"
 #include "harness/options.hpp"
 #include "records/records.hpp"
+#include "gathered_trace.hpp"
 
 namespace {
 
@@ -253,27 +254,7 @@ TEST(Records, StackedProductsRoundTripAndEachTileReducesOverItsOwnK) {
 
 void expect_rejected(const std::string& text, const std::string& needle, bool trace);
 
-// A gathered launch (lesson 08): 5 active neurons of 20; the up product's
-// columns run over them two at a time (SwiGLU's gate and up), padded to 16;
-// the down product reduces over them (k, padded to 8), split in two.
-Trace gathered_trace() {
-  Trace t = sample_trace();
-  t.header.m = 16;
-  t.header.n = 24;
-  t.header.k = 20;
-  t.kernel.block_n = 8;
-  t.kernel.products = {ProductGrid{"H (up)", 16, 16, 24, 1, 2, 0, "n", 2}, ProductGrid{"Y (down)", 16, 24, 8, 1, 3, 1, "k", 1}};
-  t.kernel.gathered = GatheredIndex{"neurons", 20, {17, 3, 9, 0, 12}};
-  t.kernel.tiles_m = 2;
-  t.kernel.tiles_n = 3;
-  t.kernel.work_units = t.kernel.grid_blocks = 8;
-  t.records.clear();
-  int unit = 0;
-  for (int c = 0; c < 2; ++c, ++unit) t.records.push_back(TraceRecord{0, c, 0, 24, 0, unit, 100, 150});
-  for (int c = 0; c < 3; ++c)
-    for (int h = 0; h < 2; ++h, ++unit) t.records.push_back(TraceRecord{1, c, 4 * h, 4 * h + 4, 1, unit, 100, 150});
-  return t;
-}
+Trace gathered_trace() { return test_traces::gathered_trace_from(sample_trace()); }
 
 TEST(Records, GatheredIndexRoundTripsAndNamesEachUnitsEntries) {
   const Trace t = gathered_trace();

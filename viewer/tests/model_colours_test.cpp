@@ -4,6 +4,7 @@
 
 #include "model/timeline.hpp"
 #include "model/unit_colours.hpp"
+#include "gathered_trace.hpp"
 #include "synthetic_trace.hpp"
 
 namespace wb::viewer {
@@ -66,28 +67,7 @@ TEST(UnitColours, UnsplitTraceKeepsLaunchOrder) {
   }
 }
 
-// Lesson 08's shape: H's columns over 5 listed neurons of 20 (two columns each),
-// then Y reduced over them in two k halves.
-Trace gathered_trace() {
-  Trace t = split_trace(1);
-  t.header.m = 16;
-  t.header.n = 24;
-  t.header.k = 20;
-  KernelConfig& c = t.kernel;
-  c.block_m = 16;
-  c.block_n = 8;
-  c.products = {ProductGrid{"H (up)", 16, 16, 24, 1, 2, 0, "n", 2}, ProductGrid{"Y (down)", 16, 24, 8, 1, 3, 1, "k", 1}};
-  c.gathered = GatheredIndex{"neurons", 20, {17, 3, 9, 0, 12}};
-  c.tiles_m = 2;
-  c.tiles_n = 3;
-  c.work_units = c.grid_blocks = 8;
-  t.records.clear();
-  int unit = 0;
-  for (int j = 0; j < 2; ++j, ++unit) t.records.push_back(TraceRecord{0, j, 0, 24, 0, unit, 0, 100});
-  for (int j = 0; j < 3; ++j)
-    for (int h = 0; h < 2; ++h, ++unit) t.records.push_back(TraceRecord{1, j, 4 * h, 4 * h + 4, 1, unit, 100, 200});
-  return t;
-}
+Trace gathered_trace() { return wb::test_traces::gathered_trace_from(split_trace(1)); }  // lesson 08's shape
 
 TEST(UnitColours, ProductsAndGatheredNeuronsAreNamed) {
   const Trace t = gathered_trace();
