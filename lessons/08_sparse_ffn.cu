@@ -430,6 +430,8 @@ Variant two_pass(const char* name, const char* what, bool split) {
     t.down.trace = b.trace;
     t.down.trace_first_unit = int(t.up_plan.grid);
     t.down.trace_first_row = t.up_plan.tiles_m;
+    // The down product may start while the up product drains: its W2 rows do not depend on H.
+    t.down.a_from_previous = !t.down_wgmma && t.up_plan.grid > 0;
     if constexpr (G != Gather::columns) {
       if (t.up_wgmma)
         launch_wgmma<G, Epilogue::activate>(t.up, t.up_plan, up_ws, st);

@@ -66,7 +66,25 @@ struct GatherParams {
   uint32_t* counters;    // splits > 1: one per tile, zero between launches
   TraceRecord* trace;
   int trace_first_unit, trace_first_row;  // the second product's records follow the first's
+  // A comes from the kernel launched just before, and this one is launched as
+  // its programmatic dependent: it may start while that one drains, loads its
+  // first slices of B (which do not depend on it), and only then waits for A.
+  bool a_from_previous;
 };
+
+// Programmatic dependent launch (sm_90): a kernel lets the next one in the
+// stream start (launch_dependents), and that one waits, where it must, for
+// the first to finish and its writes to be visible (wait).
+__device__ __forceinline__ void allow_dependent_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 
 // The row (Gather::neuron_rows) or column (Gather::columns) of the weights
 // behind gathered index g, or -1 past the active ones.
@@ -251,8 +269,11 @@ __device__ __forceinline__ void gathered_tile(const GatherParams& p, unsigned ch
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
   BLoader<S, G> loader = make_loader<S, G>(p, n0, smem);
   if constexpr (G == Gather::rows) loader.start(p, kt_begin, kt_end);
-  auto load = [&](int stage, int kt) {
+  auto load_a = [&](int stage, int kt) {
     splitk::load_a_slice<S, true>(p.a, p.m, p.k, a_stages + stage * S::A_STAGE_HALVES, m0, kt * S::BLOCK_K);
+  };
+  auto load = [&](int stage, int kt) {
+    load_a(stage, kt);
     loader.issue(p, b_stages + stage * S::B_STAGE_HALVES, kt * S::BLOCK_K);
   };
 #pragma unroll
@@ -266,13 +287,29 @@ __device__ __forceinline__ void gathered_tile(const GatherParams& p, unsigned ch
   const NeuronRowLanes<S> rows(warp, lane);
   const uint32_t a_smem = shared_address(a_stages), b_smem = shared_address(b_stages);
   const int count = kt_end - kt_begin;
+  if (G != Gather::columns && p.a_from_previous) {
+    // B's first slices before A exists: they join the first group, which the
+    // first slice waits for anyway. (The column loader stores what it loaded
+    // itself, slice by slice: it keeps the plain prologue.)
 #pragma unroll
-  for (int s = 0; s < S::STAGES - 1; ++s) {
-    if (s < count) {
-      load(s, kt_begin + s);
-      if constexpr (G == Gather::columns) loader.finish(b_stages + s * S::B_STAGE_HALVES);
+    for (int s = 0; s < S::STAGES - 1; ++s)
+      if (s < count) loader.issue(p, b_stages + s * S::B_STAGE_HALVES, (kt_begin + s) * S::BLOCK_K);
+    wait_for_previous_grid();
+#pragma unroll
+    for (int s = 0; s < S::STAGES - 1; ++s) {
+      if (s < count) load_a(s, kt_begin + s);
+      cp_async_commit_group();
     }
-    cp_async_commit_group();
+  } else {
+    if (p.a_from_previous) wait_for_previous_grid();
+#pragma unroll
+    for (int s = 0; s < S::STAGES - 1; ++s) {
+      if (s < count) {
+        load(s, kt_begin + s);
+        if constexpr (G == Gather::columns) loader.finish(b_stages + s * S::B_STAGE_HALVES);
+      }
+      cp_async_commit_group();
+    }
   }
   for (int t = 0; t < count; ++t) {
     cp_async_wait_group<S::STAGES - 2>();
@@ -335,6 +372,7 @@ template <class S, Gather G, Epilogue E>
 __global__ void __launch_bounds__(S::THREADS) gathered_gemm_kernel(GatherParams p) {
   extern __shared__ __align__(128) unsigned char smem[];
   const uint64_t t0 = trace_start(p.trace);
+  allow_dependent_launch();  // a product launched after this one may start (it waits for our writes itself)
   const int tiles_n = ceil_div(p.n, S::BLOCK_N), tiles = ceil_div(p.m, S::BLOCK_M) * tiles_n;
   const int k_tiles = ceil_div(p.k, S::BLOCK_K);
   const SplitUnit unit = split_unit(blockIdx.x, tiles);
@@ -436,9 +474,18 @@ void launch_gathered(GatherParams p, const GatherPlan& q, void* workspace, cudaS
   }
   with_tile(p.m, [&](auto s) {
     using S = decltype(s);
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    config.gridDim = dim3(unsigned(q.grid));
+    config.blockDim = dim3(S::THREADS);
+    config.dynamicSmemBytes = size_t(gathered_smem_bytes<S>());
+    config.stream = stream;
+    config.attrs = attr;
+    config.numAttrs = p.a_from_previous ? 1 : 0;
     void* args[] = {&p};
-    CUDA_CHECK(cudaLaunchKernel(gathered_kernel_ready<S, G, E>(), dim3(unsigned(q.grid)), dim3(S::THREADS), args,
-                                size_t(gathered_smem_bytes<S>()), stream));
+    CUDA_CHECK(cudaLaunchKernelExC(&config, gathered_kernel_ready<S, G, E>(), args));
     return 0;
   });
   CUDA_CHECK_LAUNCH();
