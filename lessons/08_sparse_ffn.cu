@@ -32,7 +32,10 @@
 //                         tiles are too few to fill the GPU (the last split of
 //                         a tile adds the others in order: the same bits every run)
 // SwiGLU's gate and up are one pass in every kernel: a neuron's gate and up
-// columns sit side by side in the tile, so one thread holds both.
+// columns sit side by side in the tile, so one thread holds both. In steps
+// 3-5 (M <= 64) the down product is the up product's programmatic dependent
+// launch: it starts while the up product drains and copies its first W2 rows,
+// which do not need H, before it waits for H.
 //
 // Why faster: a skinny FFN (M = 16) reads its weights once and is bound by
 // their bytes; a wide one (M = 512) by its flops. Both fall by 1 - s, if the
