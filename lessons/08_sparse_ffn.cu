@@ -33,9 +33,9 @@
 //                         a tile adds the others in order: the same bits every run)
 // SwiGLU's gate and up are one pass in every kernel: a neuron's gate and up
 // columns sit side by side in the tile, so one thread holds both. In steps
-// 3-5 the down product is the up product's programmatic dependent launch: it
-// starts while the up product drains and copies its first W2 rows, which do
-// not need H, before it waits for H.
+// 3-5 (M <= 64) the down product is the up product's programmatic dependent
+// launch: it starts while the up product drains and copies its first W2 rows,
+// which do not need H, before it waits for H.
 //
 // Why faster: a skinny FFN (M = 16) reads its weights once and is bound by
 // their bytes; a wide one (M = 512) by its flops. Both fall by 1 - s, if the
@@ -434,7 +434,7 @@ Variant two_pass(const char* name, const char* what, bool split) {
     t.down.trace_first_unit = int(t.up_plan.grid);
     t.down.trace_first_row = t.up_plan.tiles_m;
     // The down product may start while the up product drains: its W2 rows do not depend on H.
-    t.down.a_from_previous = t.up_plan.grid > 0;
+    t.down.a_from_previous = !t.down_wgmma && t.up_plan.grid > 0;
     if constexpr (G != Gather::columns) {
       if (t.up_wgmma)
         launch_wgmma<G, Epilogue::activate>(t.up, t.up_plan, up_ws, st);

@@ -86,29 +86,6 @@ __device__ __forceinline__ void wait_for_previous_grid() {
 #endif
 }
 
-// A launch's configuration, as the previous kernel's programmatic dependent
-// when `dependent` (the attribute lives beside the configuration that points at it).
-struct DependentLaunch {
-  cudaLaunchAttribute attr[1];
-  cudaLaunchConfig_t config;
-  const cudaLaunchConfig_t* get() {  // where the attribute is now
-    config.attrs = attr;
-    return &config;
-  }
-};
-inline DependentLaunch dependent_launch_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                                               bool dependent) {
-  DependentLaunch l{};
-  l.attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  l.attr[0].val.programmaticStreamSerializationAllowed = 1;
-  l.config.gridDim = grid;
-  l.config.blockDim = block;
-  l.config.dynamicSmemBytes = smem;
-  l.config.stream = stream;
-  l.config.numAttrs = dependent ? 1 : 0;
-  return l;
-}
-
 // The row (Gather::neuron_rows) or column (Gather::columns) of the weights
 // behind gathered index g, or -1 past the active ones.
 __device__ __forceinline__ int gathered(const GatherParams& p, int g) {
@@ -497,11 +474,18 @@ void launch_gathered(GatherParams p, const GatherPlan& q, void* workspace, cudaS
   }
   with_tile(p.m, [&](auto s) {
     using S = decltype(s);
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    config.gridDim = dim3(unsigned(q.grid));
+    config.blockDim = dim3(S::THREADS);
+    config.dynamicSmemBytes = size_t(gathered_smem_bytes<S>());
+    config.stream = stream;
+    config.attrs = attr;
+    config.numAttrs = p.a_from_previous ? 1 : 0;
     void* args[] = {&p};
-    CUDA_CHECK(cudaLaunchKernelExC(dependent_launch_config(dim3(unsigned(q.grid)), dim3(S::THREADS),
-                                                           size_t(gathered_smem_bytes<S>()), stream, p.a_from_previous)
-                                       .get(),
-                                   gathered_kernel_ready<S, G, E>(), args));
+    CUDA_CHECK(cudaLaunchKernelExC(&config, gathered_kernel_ready<S, G, E>(), args));
     return 0;
   });
   CUDA_CHECK_LAUNCH();

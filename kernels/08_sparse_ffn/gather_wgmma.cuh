@@ -55,7 +55,6 @@ __global__ void __launch_bounds__(WgmmaTile::THREADS, 1) gathered_wgmma_kernel(G
       reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   int* ring = reinterpret_cast<int*>(smem + T::STAGES * T::STAGE_BYTES);
   const uint64_t t0 = trace_start(p.trace);
-  allow_dependent_launch();  // a product launched after this one may start (it waits for our writes itself)
   const int tid = int(threadIdx.x), wg = tid / 128;
   const int tiles_n = ceil_div(p.n, T::BLOCK_N), tiles = ceil_div(p.m, T::BLOCK_M) * tiles_n;
   const int k_tiles = ceil_div(p.k, T::BLOCK_K);
@@ -82,8 +81,9 @@ __global__ void __launch_bounds__(WgmmaTile::THREADS, 1) gathered_wgmma_kernel(G
     }
     __syncthreads();
   }
-  auto load_a = [&](int stage, int kt) {
+  auto load = [&](int stage, int kt) {
     unsigned char* as = smem + stage * T::STAGE_BYTES;
+    unsigned char* bs = as + T::A_STAGE_BYTES;
     const int k0 = kt * T::BLOCK_K;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {  // A: 128 lines of 64 k
@@ -92,10 +92,6 @@ __global__ void __launch_bounds__(WgmmaTile::THREADS, 1) gathered_wgmma_kernel(G
       cp_async_16_zero_fill(shared_address(as + r * 128 + ((chunk ^ (r & 7)) * 16)),
                             inside ? p.a + int64_t(gr) * p.k + gc : p.a, inside ? 16 : 0);
     }
-  };
-  auto load_b = [&](int stage, int kt) {
-    unsigned char* bs = smem + stage * T::STAGE_BYTES + T::A_STAGE_BYTES;
-    const int k0 = kt * T::BLOCK_K;
     if constexpr (G == Gather::neuron_rows) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {  // B: 128 neurons' lines of 64 k
@@ -116,30 +112,14 @@ __global__ void __launch_bounds__(WgmmaTile::THREADS, 1) gathered_wgmma_kernel(G
       }
     }
   };
-  auto load = [&](int stage, int kt) {
-    load_a(stage, kt);
-    load_b(stage, kt);
-  };
 
   float d[T::ACC];
 #pragma unroll
   for (int i = 0; i < T::ACC; ++i) d[i] = 0.0f;
-  if (p.a_from_previous) {  // B's first slices before A exists (see gathered_tile)
 #pragma unroll
-    for (int s = 0; s < T::STAGES - 1; ++s)
-      if (s < count) load_b(s, kt_begin + s);
-    wait_for_previous_grid();
-#pragma unroll
-    for (int s = 0; s < T::STAGES - 1; ++s) {
-      if (s < count) load_a(s, kt_begin + s);
-      cp_async_commit_group();
-    }
-  } else {
-#pragma unroll
-    for (int s = 0; s < T::STAGES - 1; ++s) {
-      if (s < count) load(s, kt_begin + s);
-      cp_async_commit_group();
-    }
+  for (int s = 0; s < T::STAGES - 1; ++s) {
+    if (s < count) load(s, kt_begin + s);
+    cp_async_commit_group();
   }
   int pending = -1;
   for (int t = 0; t < count; ++t) {
@@ -266,10 +246,8 @@ void launch_wgmma(GatherParams p, const GatherPlan& q, void* workspace, cudaStre
                                              size_t(q.splits) * tiles * size_t(q.block_m) * q.block_n * sizeof(float));
   }
   void* args[] = {&p};
-  CUDA_CHECK(cudaLaunchKernelExC(dependent_launch_config(dim3(unsigned(q.grid)), dim3(WgmmaTile::THREADS),
-                                                         size_t(WgmmaTile::SMEM_BYTES), stream, p.a_from_previous)
-                                     .get(),
-                                 wgmma_kernel_ready<G, E>(), args));
+  CUDA_CHECK(cudaLaunchKernel(wgmma_kernel_ready<G, E>(), dim3(unsigned(q.grid)), dim3(WgmmaTile::THREADS), args,
+                              size_t(WgmmaTile::SMEM_BYTES), stream));
   CUDA_CHECK_LAUNCH();
 }
 
