@@ -150,6 +150,8 @@ void Workspace::add_trace(Trace trace, const std::string& path, bool as_comparis
   loaded->path = path;
   loaded->label = trace_label(trace);
   loaded->timeline = TimelineModel(trace.records, trace.header.gpu.sm_count);
+  loaded->colourings = colourings_for(trace);
+  loaded->first_colouring = default_colouring(trace);
   loaded->trace = std::move(trace);
   traces.push_back(std::move(loaded));
   const int index = int(traces.size()) - 1;

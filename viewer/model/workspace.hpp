@@ -9,6 +9,7 @@
 
 #include "model/playback.hpp"
 #include "model/timeline.hpp"
+#include "model/unit_colours.hpp"
 #include "records/records.hpp"
 
 namespace wb::viewer {
@@ -50,6 +51,10 @@ struct LoadedTrace {
   std::string label;  // "lesson03_grouped / grouped on NVIDIA H100 80GB HBM3"
   Trace trace;
   TimelineModel timeline;
+  // The timeline's colourings that say something for this trace, and the one it
+  // opens with (colourings_for, default_colouring): found once, at load.
+  std::vector<UnitColouring> colourings;
+  UnitColouring first_colouring = UnitColouring::launch_order;
 };
 
 struct LoadedResults {

@@ -63,7 +63,7 @@ void TimelinePanel::draw(Workspace& ws, float frame_seconds) {
   ws.trace_playback.advance(frame_seconds);
   const LoadedTrace* other = compare_ ? ws.comparison() : nullptr;
   const double end = double(std::max(t->timeline.end_ns(), other ? other->timeline.end_ns() : 0));
-  if (t != viewed_) colouring_ = default_colouring(t->trace);
+  if (t != viewed_) colouring_ = t->first_colouring;
   if (t != viewed_ || other != compared_ || end != view_end_ns_) {
     viewed_ = t;
     compared_ = other;
@@ -80,7 +80,7 @@ void TimelinePanel::draw(Workspace& ws, float frame_seconds) {
     ImGui::Checkbox("compare", &compare_);
     ImGui::SameLine();
   }
-  const std::vector<UnitColouring> choices = colourings_for(t->trace);
+  const std::vector<UnitColouring>& choices = t->colourings;
   if (choices.size() > 1) {
     ImGui::SetNextItemWidth(130);
     if (ImGui::BeginCombo("colour", unit_colouring_name(colouring_))) {
@@ -111,8 +111,8 @@ const UnitColours& TimelinePanel::colours_of(const LoadedTrace& t, int which) {
   // The comparison takes trace a's colouring where it has it, else its own default.
   UnitColouring by = colouring_;
   if (which == 1) {
-    const std::vector<UnitColouring> own = colourings_for(t.trace);
-    if (std::find(own.begin(), own.end(), by) == own.end()) by = default_colouring(t.trace);
+    const std::vector<UnitColouring>& own = t.colourings;
+    if (std::find(own.begin(), own.end(), by) == own.end()) by = t.first_colouring;
   }
   if (coloured_for_[which] != &t || coloured_by_[which] != by) {
     coloured_for_[which] = &t;
