@@ -66,8 +66,12 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <thread>
 
+#include "03_grouped/activation_pass.cuh"
 #include "05_backward/act_grad.cuh"
 #include "05_backward/backward.cuh"
 #include "05_backward/cublaslt_backward.cuh"
@@ -92,21 +96,27 @@ Activation activation_of(const ProblemSize& s) {
 bool has_bias(const ProblemSize& s) { return s.params.text("bias") == "yes"; }
 
 // --part: the whole backward, or one product alone given dP, to time each
-// product's kernel against cuBLAS doing the same-layout GEMM.
-enum class Part { all, dx, dw };
+// product's kernel against cuBLAS doing the same-layout GEMM; or (train) a
+// training step's forward and backward together.
+enum class Part { all, dx, dw, train };
 Part part_of(const ProblemSize& s) {
   const std::string& p = s.params.text("part");
-  return p == "dx" ? Part::dx : p == "dw" ? Part::dw : Part::all;
+  return p == "dx" ? Part::dx : p == "dw" ? Part::dw : p == "train" ? Part::train : Part::all;
 }
+bool is_train(const ProblemSize& s) { return part_of(s) == Part::train; }
+bool whole_backward(const ProblemSize& s) { return part_of(s) == Part::all || is_train(s); }
 
 // ------------------------------------------------------------ workspace
-// dP (M x N fp16), then db's partial rows (fp32), then cuBLASLt's workspace.
+// dP (M x N fp16), then db's partial rows (fp32), then (--part train) the P
+// the forward saves (M x N fp16), then cuBLASLt's workspace.
 size_t align256(size_t b) { return (b + 255) / 256 * 256; }
 size_t dp_bytes(const ProblemSize& s) { return align256(size_t(s.m) * size_t(s.n) * sizeof(__half)); }
 size_t partials_bytes(const ProblemSize& s) {
   return align256(size_t(db_partial_rows(s.m)) * size_t(s.n) * sizeof(float));
 }
-size_t scratch_bytes(const ProblemSize& s) { return dp_bytes(s) + partials_bytes(s); }
+size_t saved_p_bytes(const ProblemSize& s) { return is_train(s) ? dp_bytes(s) : 0; }
+size_t scratch_bytes(const ProblemSize& s) { return dp_bytes(s) + partials_bytes(s) + saved_p_bytes(s); }
+size_t scratch_and_lt_bytes(const ProblemSize& s) { return scratch_bytes(s) + kCublasLtWorkspaceBytes; }
 
 // With --part dx the inputs are dP and W and the output dX; with --part dw,
 // X and dP, and dW. dP then comes in as an input, and no act' is involved.
@@ -130,20 +140,37 @@ BackwardArgs part_args(const Buffers& b, Part part) {
   return a;
 }
 
+// --part train: inputs X, W, dZ (and b); outputs Z, dX, dW (and db). P is
+// the forward's to write, into the workspace; ReLU's backward reads Z instead.
+__half* saved_p(const Buffers& b) {
+  return reinterpret_cast<__half*>(static_cast<unsigned char*>(b.workspace) + dp_bytes(b.size) +
+                                   partials_bytes(b.size));
+}
+
 BackwardArgs backward_args(const Buffers& b) {
   const ProblemSize& s = b.size;
-  if (const Part part = part_of(s); part != Part::all) return part_args(b, part);
+  if (const Part part = part_of(s); !whole_backward(s)) return part_args(b, part);
   if (b.workspace == nullptr || b.workspace_bytes < scratch_bytes(s))
     throw CudaError("lesson 05: the launch needs a workspace for dP and db");
   auto* ws = static_cast<unsigned char*>(b.workspace);
   BackwardArgs a{};
   a.x = static_cast<const __half*>(b.inputs[0]);
   a.w = static_cast<const __half*>(b.inputs[1]);
-  a.p = static_cast<const __half*>(b.inputs[2]);
-  a.dz = static_cast<const __half*>(b.inputs[3]);
-  a.dx = static_cast<__half*>(b.outputs[0]);
-  a.dw = static_cast<__half*>(b.outputs[1]);
-  a.db = has_bias(s) ? static_cast<__half*>(b.outputs[2]) : nullptr;
+  if (is_train(s)) {
+    a.dz = static_cast<const __half*>(b.inputs[2]);
+    a.bias = has_bias(s) ? static_cast<const __half*>(b.inputs[3]) : nullptr;
+    a.z = static_cast<__half*>(b.outputs[0]);
+    a.dx = static_cast<__half*>(b.outputs[1]);
+    a.dw = static_cast<__half*>(b.outputs[2]);
+    a.db = has_bias(s) ? static_cast<__half*>(b.outputs[3]) : nullptr;
+    a.p = activation_of(s) == Activation::relu ? a.z : saved_p(b);
+  } else {
+    a.p = static_cast<const __half*>(b.inputs[2]);
+    a.dz = static_cast<const __half*>(b.inputs[3]);
+    a.dx = static_cast<__half*>(b.outputs[0]);
+    a.dw = static_cast<__half*>(b.outputs[1]);
+    a.db = has_bias(s) ? static_cast<__half*>(b.outputs[2]) : nullptr;
+  }
   a.m = s.m;
   a.n = s.n;
   a.k = s.k;
@@ -213,7 +240,7 @@ void stack_products(KernelConfig& c, const ProblemSize& s, bool dw_transposed = 
     c.products.push_back(ProductGrid{name, m, n, k, ceil_div(m, c.block_m), ceil_div(n, c.block_n), rows});
     rows += c.products.back().tiles_m;
   };
-  if (part != Part::dw) add("dX", s.m, s.k, s.n);
+  if (part != Part::dw) add("dX", s.m, s.k, s.n);  // train: the forward is not traced
   if (part != Part::dx) {
     if (dw_transposed) {
       add("dW^T", s.n, s.k, s.m);
@@ -269,14 +296,39 @@ KernelConfig layout_config(const ProblemSize& s, Launches launches) {
   return c;
 }
 
+// ------------------------------------------------------------ the forward
+// --part train: each step's forward runs its own step's kernel, with the bias,
+// the activation and P's save fused into its epilogue.
+ForwardEpilogue forward_epilogue(const BackwardArgs& a) {
+  return ForwardEpilogue{a.act, a.bias, a.p == a.z ? nullptr : const_cast<__half*>(a.p)};
+}
+
+// Step 1: the notebook's forward kernel, act (and bias) fused as its Triton kernel fuses ReLU.
+void strided_forward(const BackwardArgs& a, cudaStream_t st) {
+  launch_strided_gemm<Stored::as_is, Stored::as_is>(
+      StridedGemm{a.x, a.w, a.z, a.m, a.n, a.k, nullptr, 0, 0, forward_epilogue(a)}, st);
+}
+
+// Steps 2-4: lesson 04's TMA + wgmma kernel with the same epilogue.
+void layout_forward(const BackwardArgs& a, cudaStream_t st) {
+  if (!tma_ok(ProblemSize{a.m, a.n, a.k, {}})) return strided_forward(a, st);
+  launch_layout_forward(a.x, a.w, a.z, a.m, a.n, a.k, forward_epilogue(a), st);
+}
+
+using Step = std::function<void(const BackwardArgs&, cudaStream_t)>;
+
 // ------------------------------------------------------------ variants
-Variant backward_variant(const char* name, const char* what, int min_cc,
-                         std::function<void(const BackwardArgs&, cudaStream_t)> run) {
+// A step: with --part train, `forward` first, then the backward `run`.
+Variant backward_variant(const char* name, const char* what, int min_cc, Step run, Step forward = layout_forward) {
   Variant v;
   v.name = name;
   v.what = what;
   v.min_cc = min_cc;
-  v.launch = [run](const Buffers& b, cudaStream_t st) { run(backward_args(b), st); };
+  v.launch = [run, forward](const Buffers& b, cudaStream_t st) {
+    const BackwardArgs a = backward_args(b);
+    if (a.z != nullptr) forward(a, st);
+    run(a, st);
+  };
   v.workspace_bytes = scratch_bytes;
   return v;
 }
@@ -297,7 +349,7 @@ void act_pass_then_one_launch(const BackwardArgs& a, cudaStream_t st) {
 }
 
 std::string both_products_only(const ProblemSize& s) {
-  return part_of(s) == Part::all ? "" : "computes both products in one launch (only with --part all)";
+  return whole_backward(s) ? "" : "computes both products in one launch (only with --part all or train)";
 }
 
 // ReLU's derivative is its sign: the forward may save a bit per element instead
@@ -306,6 +358,8 @@ bool has_relu_mask(const ProblemSize& s) { return part_of(s) == Part::all && act
 constexpr size_t kMaskInput = 4;
 
 std::string relu_only(const ProblemSize& s) {
+  if (is_train(s))
+    return "a training step's forward writes Z, whose sign is ReLU's derivative: the backward reads Z, not a bitmask";
   if (part_of(s) != Part::all) return "computes both products in one launch, from the saved bitmask (only with --part all)";
   return has_relu_mask(s) ? "" : "GELU and SiLU need P itself: their derivative is not a function of P's sign";
 }
@@ -313,12 +367,37 @@ std::string relu_only(const ProblemSize& s) {
 // What the backward must move at least: X, W, dZ and what the forward saved (P,
 // or ReLU's bitmask) read once; dX, dW and db written once. With --part, the
 // product's own operands.
+// With --part train, the forward's too: X, W (and b) read, Z written, and P
+// written for GELU and SiLU (ReLU's backward reads Z back instead).
 double backward_bytes(const ProblemSize& s, bool relu_mask) {
   const double mk = double(s.m) * s.k, kn = double(s.k) * s.n, mn = double(s.m) * s.n;
   if (part_of(s) == Part::dx) return 2.0 * (mn + kn + mk);
   if (part_of(s) == Part::dw) return 2.0 * (mk + mn + kn);
+  const double bias = has_bias(s) ? 2.0 * s.n : 0.0;
   const double saved = relu_mask ? 4.0 * double(s.m) * relu_mask_words(s.n) : 2.0 * mn;
-  return 2.0 * (mk + kn + mn) + saved + 2.0 * (mk + kn) + (has_bias(s) ? 2.0 * s.n : 0.0);
+  const double backward = 2.0 * (mk + kn + mn) + saved + 2.0 * (mk + kn) + bias;
+  if (!is_train(s)) return backward;
+  const double forward = 2.0 * (mk + kn + mn) + (activation_of(s) == Activation::relu ? 0.0 : 2.0 * mn) + bias;
+  return forward + backward;
+}
+
+// --part train by cuBLASLt: the bias, and the activation where the library has
+// it, in the epilogue: RELU(_BIAS) writes Z alone (ReLU's backward reads Z);
+// GELU_AUX(_BIAS) writes Z and P (its "aux"); SiLU has no epilogue, so P,
+// then the activation as its own pass.
+void cublaslt_fused_forward(const BackwardArgs& a, void* lt_ws, cudaStream_t st) {
+  const bool bias = a.bias != nullptr;
+  switch (a.act) {
+    case Activation::relu:
+      return cublaslt_forward(bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU, a, a.z, nullptr, lt_ws, st);
+    case Activation::gelu:
+      return cublaslt_forward(bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX, a, a.z,
+                              const_cast<__half*>(a.p), lt_ws, st);
+    default:
+      cublaslt_forward(bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, a, const_cast<__half*>(a.p),
+                       nullptr, lt_ws, st);
+      launch_activation_pass(a.p, a.z, int64_t(a.m) * a.n, a.act, st);
+  }
 }
 
 std::vector<Variant> variants() {
@@ -330,7 +409,8 @@ std::vector<Variant> variants() {
         [](const BackwardArgs& a, cudaStream_t st) {
           act_pass(a, st);
           strided_products(a, st);
-        });
+        },
+        strided_forward);
     v.config = strided_config;
     out.push_back(v);
   }
@@ -398,16 +478,18 @@ std::vector<Variant> variants() {
   }
   {
     Variant v = backward_variant("cublaslt",
-                                 "act' pass, then cuBLASLt for dX and dW, db fused into dW's product (epilogue BGRADA)",
+                                 "act' pass, then cuBLASLt for dX and dW, db fused into dW's product (epilogue BGRADA); "
+                                 "train: the forward with cuBLASLt's bias and RELU or GELU_AUX epilogue",
                                  75, [](const BackwardArgs&, cudaStream_t) {});
     v.launch = [](const Buffers& b, cudaStream_t st) {
       const BackwardArgs a = backward_args(b);
       void* lt_ws = static_cast<unsigned char*>(b.workspace) + scratch_bytes(b.size);
+      if (a.z) cublaslt_fused_forward(a, lt_ws, st);
       if (a.dz) launch_act_grad(a, GradPass::grad, st);
       if (a.dx) cublaslt_transposed_gemm(LtProduct::dx, a, lt_ws, st);
       if (a.dw) cublaslt_transposed_gemm(LtProduct::dw, a, lt_ws, st);
     };
-    v.workspace_bytes = [](const ProblemSize& s) { return scratch_bytes(s) + kCublasLtWorkspaceBytes; };
+    v.workspace_bytes = scratch_and_lt_bytes;
     out.push_back(v);
   }
   return out;
@@ -422,7 +504,15 @@ void check_cublas(cublasStatus_t st, const char* what) {
 }
 
 void cublas_sequence(const Buffers& b, cudaStream_t st) {
-  const BackwardArgs a = backward_args(b);
+  BackwardArgs a = backward_args(b);
+  if (a.z) {  // --part train: the forward as a framework's Linear runs it (addmm: cuBLASLt, the bias in its
+              // epilogue), then the activation as its own pass; P is kept
+    __half* p = saved_p(b);
+    cublaslt_forward(a.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, a, p, nullptr,
+                     static_cast<unsigned char*>(b.workspace) + scratch_bytes(b.size), st);
+    launch_activation_pass(p, a.z, int64_t(a.m) * a.n, a.act, st);
+    a.p = p;
+  }
   if (a.dz) launch_act_grad(a, GradPass::grad, st);
   const float one = 1.0f, zero = 0.0f;
   // dXᵀ (K x M) = W · dPᵀ: W stored (N x K) column-major, transposed.
@@ -461,13 +551,60 @@ void fill_relu_mask(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t 
   }
 }
 
+// --part train: P = X W + b in fp64, every row of it (a row of dW sums over
+// every row of dP). Computed once per run on every host thread, and kept for
+// the calls of the outputs that follow (the same inputs).
+const std::vector<double>& train_p_fp64(const ProblemSize& s, const std::vector<HostTensor>& in) {
+  static struct {
+    const void* inputs = nullptr;
+    int m = 0, n = 0, k = 0;
+    std::vector<double> p;
+  } cache;
+  const int64_t m = s.m, n = s.n, k = s.k;
+  if (cache.inputs == in[0].data.data() && cache.m == m && cache.n == n && cache.k == k) return cache.p;
+  std::vector<float> x(size_t(m * k)), w(size_t(k * n)), bias(size_t(n), 0.0f);  // fp16 values: exact in float
+  for (int64_t i = 0; i < m * k; ++i) x[size_t(i)] = in[0].value(i);
+  for (int64_t i = 0; i < k * n; ++i) w[size_t(i)] = in[1].value(i);
+  if (has_bias(s))
+    for (int64_t c = 0; c < n; ++c) bias[size_t(c)] = in[3].value(c);
+  cache.p.assign(size_t(m * n), 0.0);
+  std::atomic<int64_t> next_row{0};
+  const auto rows = [&] {
+    for (int64_t r = next_row++; r < m; r = next_row++) {
+      double* o = &cache.p[size_t(r * n)];
+      for (int64_t c = 0; c < n; ++c) o[c] = bias[size_t(c)];
+      for (int64_t j = 0; j < k; ++j) {
+        const double xv = x[size_t(r * k + j)];
+        const float* wr = &w[size_t(j * n)];
+        for (int64_t c = 0; c < n; ++c) o[c] += xv * double(wr[c]);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < std::max(1u, std::thread::hardware_concurrency()); ++t) threads.emplace_back(rows);
+  rows();
+  for (std::thread& t : threads) t.join();
+  cache.inputs = in[0].data.data();
+  cache.m = s.m, cache.n = s.n, cache.k = s.k;
+  return cache.p;
+}
+
+// P as the backward sees it: as given (--part all), or (train) the fp64 P
+// rounded to fp16, as the forward saves it (ReLU: Z = relu(P) has its sign).
+double saved_p_value(const ProblemSize& s, const std::vector<HostTensor>& in, int64_t i) {
+  if (!is_train(s)) return in[2].value(i);
+  return half_to_float(float_to_half(float(train_p_fp64(s, in)[size_t(i)])));
+}
+
+const HostTensor& dz_input(const ProblemSize& s, const std::vector<HostTensor>& in) { return in[is_train(s) ? 2 : 3]; }
+
 // dP in fp64 (as float: its rounding is far below the check's tolerance).
 std::vector<float> dp_fp64(const ProblemSize& s, const std::vector<HostTensor>& in) {
   const Activation act = activation_of(s);
   const int64_t count = int64_t(s.m) * s.n;
   std::vector<float> dp(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i)
-    dp[size_t(i)] = float(double(in[3].value(i)) * activation_grad<double>(act, double(in[2].value(i))));
+    dp[size_t(i)] = float(double(dz_input(s, in).value(i)) * activation_grad<double>(act, saved_p_value(s, in, i)));
   return dp;
 }
 
@@ -501,21 +638,32 @@ std::vector<double> part_fp64_rows(const ProblemSize& s, const std::vector<HostT
   return out;
 }
 
-// Outputs: 0 dX (M x K), 1 dW (K x N), 2 db (1 x N).
+// Outputs: 0 dX (M x K), 1 dW (K x N), 2 db (1 x N); --part train: Z
+// (M x N) first, then those.
 std::vector<double> backward_fp64_rows(const ProblemSize& s, const std::vector<HostTensor>& in, size_t output,
                                        const std::vector<int64_t>& rows) {
-  if (const Part part = part_of(s); part != Part::all) return part_fp64_rows(s, in, part, rows);
+  if (const Part part = part_of(s); !whole_backward(s)) return part_fp64_rows(s, in, part, rows);
   const int64_t m = s.m, n = s.n, k = s.k;
   const HostTensor& x = in[0];
   const HostTensor& w = in[1];
+  const Activation act = activation_of(s);
   std::vector<double> out;
+  if (is_train(s)) {
+    if (output == 0) {  // Z[r, c] = act(P[r, c])
+      const std::vector<double>& p = train_p_fp64(s, in);
+      for (const int64_t r : rows)
+        for (int64_t c = 0; c < n; ++c) out.push_back(apply_activation<double>(act, p[size_t(r * n + c)]));
+      return out;
+    }
+    --output;
+  }
   if (output == 0) {  // dX[r, j] = sum_c dP[r, c] W[j, c]
-    const Activation act = activation_of(s);
     out.assign(rows.size() * size_t(k), 0.0);
     std::vector<double> dp_row(static_cast<size_t>(n));
     for (size_t r = 0; r < rows.size(); ++r) {
       for (int64_t c = 0; c < n; ++c)
-        dp_row[size_t(c)] = double(in[3].at(rows[r], c)) * activation_grad<double>(act, double(in[2].at(rows[r], c)));
+        dp_row[size_t(c)] = double(dz_input(s, in).at(rows[r], c)) *
+                            activation_grad<double>(act, saved_p_value(s, in, rows[r] * n + c));
       for (int64_t j = 0; j < k; ++j) {
         double sum = 0;
         for (int64_t c = 0; c < n; ++c) sum += dp_row[size_t(c)] * double(w.value(j * n + c));
@@ -544,19 +692,25 @@ std::vector<double> backward_fp64_rows(const ProblemSize& s, const std::vector<H
 
 Problem backward_problem() {
   Problem p;
-  p.summary = "dP = dZ * act'(P), dX = dP Wᵀ, dW = Xᵀ dP, db = column sums of dP";
+  p.summary = "dP = dZ * act'(P), dX = dP Wᵀ, dW = Xᵀ dP, db = column sums of dP (train: after Z = act(X W + b))";
   p.params = {
       ParamSpec{"act", "the layer's activation: relu, gelu (tanh form) or silu", "relu", {"relu", "gelu", "silu"}},
       ParamSpec{"bias", "whether the layer has a bias, so db is computed: yes or no", "yes", {"yes", "no"}},
       ParamSpec{"part",
-                "all: the whole backward; dx or dw: that product alone, given dP, against cuBLAS's same-layout GEMM",
+                "all: the whole backward; dx or dw: that product alone, given dP, against cuBLAS's same-layout GEMM; "
+                "train: the forward (Z = act(X W + b), P saved) and the backward together",
                 "all",
-                {"all", "dx", "dw"}},
+                {"all", "dx", "dw", "train"}},
   };
   p.inputs = [](const ProblemSize& s) {
     switch (part_of(s)) {
       case Part::dx: return std::vector<TensorSpec>{{"dP", s.m, s.n}, {"W", s.k, s.n}};
       case Part::dw: return std::vector<TensorSpec>{{"X", s.m, s.k}, {"dP", s.m, s.n}};
+      case Part::train: {
+        std::vector<TensorSpec> in{{"X", s.m, s.k}, {"W", s.k, s.n}, {"dZ", s.m, s.n}};
+        if (has_bias(s)) in.push_back(TensorSpec{"b", 1, s.n});
+        return in;
+      }
       default: {
         std::vector<TensorSpec> in{{"X", s.m, s.k}, {"W", s.k, s.n}, {"P", s.m, s.n}, {"dZ", s.m, s.n}};
         if (has_relu_mask(s)) {  // P and its bitmask agree: both written by fill_relu_mask
@@ -572,14 +726,20 @@ Problem backward_problem() {
     if (part_of(s) == Part::dx) return std::vector<TensorSpec>{{"dX", s.m, s.k}};
     if (part_of(s) == Part::dw) return std::vector<TensorSpec>{{"dW", s.k, s.n}};
     std::vector<TensorSpec> o{{"dX", s.m, s.k}, {"dW", s.k, s.n}};
+    if (is_train(s)) o.insert(o.begin(), TensorSpec{"Z", s.m, s.n});
     if (has_bias(s)) o.push_back(TensorSpec{"db", 1, s.n});
     return o;
   };
   p.reference = Reference{"cublas", "the cuBLAS sequence",
-                          "act' pass, two cublasGemmEx with transposes, and a dP.sum(0) pass (a framework's sequence)",
-                          cublas_sequence, scratch_bytes};
+                          "act' pass, two cublasGemmEx with transposes, and a dP.sum(0) pass (a framework's sequence); "
+                          "train: first the Linear's addmm (cuBLASLt, bias epilogue) and the activation's own pass",
+                          cublas_sequence, [](const ProblemSize& s) {
+                            return is_train(s) ? scratch_and_lt_bytes(s) : scratch_bytes(s);
+                          }};
   p.fp64_rows = backward_fp64_rows;
-  p.flops = [](const ProblemSize& s) { return (part_of(s) == Part::all ? 4.0 : 2.0) * s.m * double(s.n) * s.k; };
+  p.flops = [](const ProblemSize& s) {
+    return (is_train(s) ? 6.0 : part_of(s) == Part::all ? 4.0 : 2.0) * s.m * double(s.n) * s.k;
+  };
   p.bytes = [](const ProblemSize& s) { return backward_bytes(s, false); };  // the bitmask input is relu_mask's alone
   return p;
 }

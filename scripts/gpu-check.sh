@@ -2,7 +2,7 @@
 # The full GPU check, for a machine with an NVIDIA GPU (H100/H200 for the
 # headline numbers). Stages run in order; each can also run alone:
 #
-#   scripts/gpu-check.sh                      build tests sanitize lessons ncu compare backward splitk w4a16 sparse_ffn
+#   scripts/gpu-check.sh                      build tests sanitize lessons ncu compare backward train splitk w4a16 sparse_ffn
 #   scripts/gpu-check.sh lessons compare      only those stages (needs a build)
 #
 #   build     configure and build with ninja (the viewer's UI only where ImGui and GLFW are found)
@@ -18,6 +18,8 @@
 #             where the last wave is mostly empty
 #   backward  lesson 05's targets: relu and gelu layers at 4096^3, 8192^3 and the Llama-3-8B MLP shapes;
 #             each product alone at 4096^3 and 8192^3
+#   train     lesson 05's forward and backward together (--part train): relu and gelu layers at 4096^3,
+#             8192^3 and the Llama-3-8B up projection
 #   splitk    lesson 06's targets: M = 1 and 16 at N = K = 4096, 8192, 16384 and the Llama-3-8B decode
 #             projections; M from 1 to 64 at N = K = 4096 and 8192 (where data-parallel wins again)
 #   w4a16     lesson 07's targets: M = 1 and 16 at N = K = 4096, 8192, 16384, group sizes 32 and 64,
@@ -25,9 +27,10 @@
 #   sparse_ffn lesson 08's targets: Llama-2-7B (two matrices and SwiGLU) at M = 16 and 512, sparsity
 #             0 to 0.9; GPT-2 at M = 2048
 # On a device that runs one command for at most 10 minutes: "build tests lessons", "build sanitize
-# ncu compare", "build backward", "build splitk", "build w4a16" and "build sparse_ffn", one call each.
+# ncu compare", "build backward", "build train", "build splitk", "build w4a16" and "build sparse_ffn", one call each.
 #
-# GPU_CHECK_LESSONS="lesson07_w4a16 ..." limits the sanitize and lessons stages' lesson lists.
+# GPU_CHECK_LESSONS="lesson07_w4a16 ..." limits the sanitize and lessons stages' lesson lists;
+# GPU_CHECK_GTEST_FILTER="Lesson05*" the tests stage's GPU tests (gpu_tests only; the others then skip).
 # WORKBOOK_COMMIT names the commit (a copy of the tree has no .git of its own, or the wrong one).
 # Leaves under $OUT (default ./gpu-check-out): summary.txt and gpu-check.tar.gz
 # (results/, traces/, logs/). Exit status: non-zero when a stage failed.
@@ -83,6 +86,11 @@ stage_build() {
 stage_tests() {
   local rc=0
   "$bin/cpu_tests" --gtest_brief=1 || rc=1
+  if [ -n "${GPU_CHECK_GTEST_FILTER:-}" ]; then
+    echo "GPU tests: only gpu_tests --gtest_filter=$GPU_CHECK_GTEST_FILTER (GPU_CHECK_GTEST_FILTER)"
+    "$bin/gpu_tests" --gtest_brief=1 --gtest_filter="$GPU_CHECK_GTEST_FILTER" || rc=1
+    return $rc
+  fi
   "$bin/gpu_tests" --gtest_brief=1 || rc=1
   "$bin/activation_gpu_tests" --gtest_brief=1 || rc=1
   "$bin/q4_gpu_tests" --gtest_brief=1 || rc=1
@@ -104,6 +112,7 @@ stage_sanitize() {
     # lesson 06 at skinny shapes, split 4 to 16 (semaphores, Stream-K owners waiting).
     local shapes=("130 136 72")
     [ "$l" = lesson04_hopper ] && shapes+=("1100 4000 200")
+    [ "$l" = lesson05_backward ] && shapes+=("130 136 72 --part train --act gelu" "130 136 72 --part train")
     [ "$l" = lesson06_splitk ] && shapes+=("1 4104 1000" "17 1000 2056")
     # Lesson 07: K a multiple of the group size; odd N, G = 32, splits forced (the semaphores and the
     # last-block counters), M above 32 (two m tiles of the shuffled kernel).
@@ -296,6 +305,22 @@ stage_backward() {
   return $rc
 }
 
+# Lesson 05's forward and backward together (--part train): each step's forward, then its backward,
+# against the framework's sequence (cuBLASLt addmm, the activation's pass, the backward's sequence).
+stage_train() {
+  local rc=0 shape act
+  have lesson05_backward || { echo "lesson05_backward: not built or not selected"; return 0; }
+  for shape in "4096 4096 4096" "8192 8192 8192" "4096 14336 4096"; do
+    set -- $shape
+    for act in relu gelu; do
+      echo "-- lesson05_backward --part train $act at ${1}x${2}x${3}"
+      "$bin/lesson05_backward" --part train --act $act --rounds 9 --m $1 --n $2 --k $3 \
+          --json "$work/results/lesson05_backward-train-$act-${1}x${2}x${3}.json" || rc=1
+    done
+  done
+  return $rc
+}
+
 # Lesson 06's targets: M = 1 and 16 at N = K = 4096, 8192, 16384 (>= 1.2x, 1.1x, 0.98x cuBLAS; >= 85%
 # of the copy at 16384) and at the Llama-3-8B decode projections (N x K); then M from 1 to 64 at
 # N = K = 4096 and 8192, for the M where the data-parallel grid wins again.
@@ -370,9 +395,9 @@ stage_sparse_ffn() {
 }
 
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(build tests sanitize lessons ncu compare backward splitk w4a16 sparse_ffn)
+[ ${#stages[@]} -gt 0 ] || stages=(build tests sanitize lessons ncu compare backward train splitk w4a16 sparse_ffn)
 for s in "${stages[@]}"; do
-  declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons ncu compare backward splitk w4a16 sparse_ffn)"; exit 2; }
+  declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons ncu compare backward train splitk w4a16 sparse_ffn)"; exit 2; }
 done
 {
   echo "matmul-workbook GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${WORKBOOK_COMMIT:-$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}"
@@ -397,6 +422,11 @@ if [ -f "$work/logs/compare.log" ]; then
   say ""; say "== compare (stage compare)"
   grep -vE "^running " "$work/logs/compare.log" | grep -vE "^  (idea|new|faster|look)" >> "$summary"
 fi
+for s in backward train; do
+  [ -f "$work/logs/$s.log" ] || continue
+  say ""; say "== lesson 05 (stage $s)"
+  grep -E "^-- lesson05|^[a-z0-9_]+ +[0-9.]+ +[0-9.]+ +[0-9.]+|FAIL" "$work/logs/$s.log" >> "$summary"
+done
 if [ -f "$work/logs/splitk.log" ]; then
   say ""; say "== lesson 06 targets (stage splitk)"
   grep -E "^-- lesson06|^fastest here|^note:|FAIL" "$work/logs/splitk.log" >> "$summary"

@@ -209,6 +209,51 @@ INSTANTIATE_TEST_SUITE_P(Lesson05, Backward, ::testing::ValuesIn(kBackwardCases)
                                   std::to_string(c.s.n) + "x" + std::to_string(c.s.k);
                          });
 
+// A training step (--part train): each step's forward (Z = act(X W + b), P
+// saved, or for ReLU only Z) and then its backward; Z, dX, dW and db checked
+// against the framework's sequence and fp64 computed from X, W and b alone.
+class BackwardTrain : public ::testing::TestWithParam<BackwardCase> {};
+
+TEST_P(BackwardTrain, ForwardAndBackwardMatchCublasAndFp64) {
+  const BackwardCase c = GetParam();
+  if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
+  if (!built("lesson05_backward")) GTEST_SKIP() << "lesson05_backward is not in this build";
+  const fs::path json = scratch("backward-train.json");
+  const Ran r = run("lesson05_backward --part train --act " + std::string(c.act) + " --bias " + c.bias + " --m " +
+                    std::to_string(c.s.m) + " --n " + std::to_string(c.s.n) + " --k " + std::to_string(c.s.k) +
+                    " --reps 1 --rounds 1 --seed 13 --json " + json.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Results res = read_results(json.string());
+  EXPECT_EQ(res.header.shape_params.at("part").text, "train");
+  const bool bias = std::string(c.bias) == "yes";
+  int checked = 0;
+  for (const VariantResult& v : res.variants) {
+    if (v.reference) continue;
+    if (v.skipped) {
+      EXPECT_EQ(v.name, "relu_mask");
+      continue;
+    }
+    EXPECT_TRUE(v.passed) << v.name << ": rel_err " << v.rel_err << " (cuBLAS), " << v.rel_err_fp64 << " (fp64)";
+    ASSERT_EQ(v.outputs.size(), bias ? 4u : 3u) << v.name;
+    EXPECT_EQ(v.outputs[0].name, "Z") << v.name;
+    for (const OutputCheck& o : v.outputs) EXPECT_TRUE(o.passed) << v.name << ": " << o.name;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 5) << r.out;  // notebook, tma_layouts, one_launch, fused, cublaslt
+  fs::remove(json);
+}
+
+const BackwardCase kTrainCases[] = {
+    {"relu", "yes", {127, 257, 129}}, {"gelu", "yes", {513, 256, 136}}, {"silu", "no", {1, 512, 264}},
+    {"silu", "yes", {1000, 1000, 1000}}, {"gelu", "no", {300, 130, 8}}, {"relu", "no", {2048, 2048, 2048}},
+};
+INSTANTIATE_TEST_SUITE_P(Lesson05, BackwardTrain, ::testing::ValuesIn(kTrainCases),
+                         [](const ::testing::TestParamInfo<BackwardCase>& info) {
+                           const BackwardCase& c = info.param;
+                           return std::string(c.act) + "_bias_" + c.bias + "_" + std::to_string(c.s.m) + "x" +
+                                  std::to_string(c.s.n) + "x" + std::to_string(c.s.k);
+                         });
+
 // Each product alone (--part dx, --part dw), given dP: the steps that run one
 // product per launch are checked against cuBLAS's same-layout GEMM and fp64;
 // the one-launch steps say why they do not apply.

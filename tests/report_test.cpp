@@ -2,9 +2,11 @@
 // the same kernel without it.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "harness/report.hpp"
+#include "records/records.hpp"
 
 namespace {
 
@@ -38,6 +40,58 @@ TEST(FusedEpilogueLines, NothingWithoutPairs) {
   Results r;
   r.variants = {row("balanced", 1.0), row("tma_store", 1.0), row("relu", 1.0), row("_gelu", 1.0)};
   EXPECT_EQ(fused_epilogue_lines(r), "");
+}
+
+// A recording made before a parameter existed ran at its default: it stands
+// for a run at the default, and not for one at another value.
+TEST(RecordedResults, ARecordingWithoutAParameterIsItsDefault) {
+  namespace fs = std::filesystem;
+  const fs::path assets = fs::temp_directory_path() / ("wb-recorded-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  fs::create_directories(assets / "results" / "some-gpu");
+  const auto record = [&](const std::string& file, const std::string& variant, const char* part) {
+    Results r;
+    r.header.date = "2026-11-24T03:00:00Z";
+    r.header.commit = "abc123";
+    r.header.versions = {"13.0", "13.0", "13.1.0"};
+    r.header.gpu.name = "Some GPU";
+    r.header.gpu.cc_major = 9;
+    r.header.gpu.sm_count = 132;
+    r.header.gpu.l2_bytes = 52428800;
+    r.header.gpu.memory_bytes = 85520809984;
+    r.header.gpu.sm_clock_khz = 1980000;
+    r.header.gpu.mem_clock_khz = 2619000;
+    r.header.gpu.mem_bus_bits = 5120;
+    r.header.gpu.max_smem_per_block = 232448;
+    r.header.lesson = "lessonx";
+    r.timing = {3, 7, 104857600, 1};
+    r.header.m = r.header.n = r.header.k = 4096;
+    r.header.shape_params["act"] = ShapeParam{"relu", false, 0};
+    if (part) r.header.shape_params["part"] = ShapeParam{part, false, 0};
+    VariantResult v = row(variant, 1.0);
+    v.median_ms = v.min_ms = v.max_ms = 1.0;
+    v.samples = 3;
+    v.passed = true;
+    r.variants.push_back(v);
+    write_results((assets / "results" / "some-gpu" / file).string(), r);
+  };
+  record("lessonx.json", "before_part", nullptr);
+  record("lessonx-train.json", "trained", "train");
+  const auto shown = [&](const char* part) {
+    RecordedRequest q;
+    q.params["act"] = ShapeParam{"relu", false, 0};
+    q.params["part"] = ShapeParam{part, false, 0};
+    q.defaults["act"] = ShapeParam{"relu", false, 0};
+    q.defaults["part"] = ShapeParam{"all", false, 0};
+    return format_recorded_results(assets.string(), "lessonx", q);
+  };
+  const std::string all = shown("all"), train = shown("train");
+  EXPECT_NE(all.find("before_part"), std::string::npos) << all;
+  EXPECT_EQ(all.find("trained"), std::string::npos) << all;
+  EXPECT_NE(train.find("trained"), std::string::npos) << train;
+  EXPECT_EQ(train.find("before_part"), std::string::npos) << train;
+  const std::string dx = shown("dx");
+  EXPECT_NE(dx.find("part=dx (recorded there: "), std::string::npos) << dx;
+  fs::remove_all(assets);
 }
 
 }  // namespace

@@ -26,6 +26,16 @@ struct BackwardShape {
   int m = 0, n = 0, k = 0;
 };
 
+// What a training step's forward fuses into its product's epilogue (--part
+// train): P = X W + b, Z = act(P), and P kept for the backward. ReLU keeps
+// nothing more: its derivative is Z's sign (Z > 0 exactly where P > 0), which
+// is how the notebook, and PyTorch, take it.
+struct ForwardEpilogue {
+  Activation act = Activation::none;  // none: a plain product (the backward's)
+  const __half* bias = nullptr;       // (N), or nullptr
+  __half* pre_act = nullptr;          // (M x N): where P is saved, or nullptr
+};
+
 struct BackwardArgs {
   const __half* x;   // (M, K)
   const __half* w;   // (K, N)
@@ -40,6 +50,10 @@ struct BackwardArgs {
   float* db_partials;    // (db_partial_rows(M), N) scratch for db, inside the workspace
   TraceRecord* trace;    // one record per work unit, or nullptr
   const uint32_t* relu_mask = nullptr;  // ReLU only: the saved bitmask (act_grad.cuh) instead of P
+  // --part train: the forward's output Z and bias b; `p` is then where the
+  // forward saves P (or Z itself, for ReLU).
+  __half* z = nullptr;
+  const __half* bias = nullptr;
 };
 
 }  // namespace wb::backward

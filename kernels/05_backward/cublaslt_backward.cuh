@@ -7,11 +7,14 @@
 // cuBLASLt is column-major: a row-major (r x c) matrix is its (c x r) transpose.
 //   dX: dXᵀ (K x M) = W · dPᵀ      "A" = W stored (N x K), transposed; "B" = dP stored (N x M)
 //   dW: dWᵀ (N x K) = dPᵀ · X      "A" = dP stored (N x M); "B" = X stored (K x M), transposed
+// And a training step's forward (--part train), Zᵀ (N x M) = W · Xᵀ, with the
+// bias and, where the library has it, the activation in its epilogue.
 #pragma once
 
 #include <cublasLt.h>
 
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "05_backward/backward.cuh"
@@ -86,6 +89,59 @@ inline void cublaslt_transposed_gemm(LtProduct which, const BackwardArgs& a, voi
   check(cublasLtMatmul(cublaslt_detail::library().handle, p.op, &alpha, A, p.a, B, p.b, &beta, C, p.c, C, p.c,
                        &p.algo, workspace, kCublasLtWorkspaceBytes, stream),
         "cublasLtMatmul");
+}
+
+namespace lt_detail {
+
+inline const Plan& forward_plan(cublasLtEpilogue_t epilogue, int m, int n, int k) {
+  static std::map<std::tuple<int, int, int, int>, Plan> plans;
+  const auto key = std::make_tuple(int(epilogue), m, n, k);
+  if (auto it = plans.find(key); it != plans.end()) return it->second;
+  Plan p;
+  check(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+        "set EPILOGUE");
+  const cudaDataType_t half_type = CUDA_R_16F;
+  check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &half_type, sizeof half_type),
+        "set BIAS_DATA_TYPE");
+  if (epilogue == CUBLASLT_EPILOGUE_GELU_AUX || epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+    const int64_t ld = n;
+    check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld), "set AUX_LD");
+    check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &half_type,
+                                         sizeof half_type),
+          "set AUX_DATA_TYPE");
+  }
+  p.a = layout(uint64_t(n), uint64_t(k));  // W
+  p.b = layout(uint64_t(k), uint64_t(m));  // X
+  p.c = layout(uint64_t(n), uint64_t(m));  // Z (or P)
+  p.algo = cublaslt_detail::best_algo(cublaslt_detail::library().handle, p,
+                                      "the forward at " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                                          std::to_string(k) + " with epilogue " + std::to_string(int(epilogue)));
+  return plans.emplace(key, p).first->second;
+}
+
+}  // namespace lt_detail
+
+// A training step's forward by cuBLASLt: `out` = epilogue(X W [+ b]), and for
+// the GELU_AUX epilogues P (before the activation) into `aux`.
+inline void cublaslt_forward(cublasLtEpilogue_t epilogue, const BackwardArgs& a, __half* out, __half* aux,
+                             void* workspace, cudaStream_t stream) {
+  using namespace lt_detail;
+  const Plan& p = forward_plan(epilogue, a.m, a.n, a.k);
+  if (a.bias != nullptr) {
+    const void* bias = a.bias;
+    check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+          "set BIAS_POINTER");
+  }
+  if (aux != nullptr) {
+    void* at = aux;
+    check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &at, sizeof at),
+          "set AUX_POINTER");
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  check(cublasLtMatmul(cublaslt_detail::library().handle, p.op, &alpha, a.w, p.a, a.x, p.b, &beta, out, p.c, out,
+                       p.c, &p.algo, workspace, kCublasLtWorkspaceBytes, stream),
+        "cublasLtMatmul (forward)");
 }
 
 }  // namespace wb::backward

@@ -25,14 +25,20 @@
 // Step 4 (kGrad != none) loads dZ where A was dP, and P beside it in the same
 // boxes, and forms dP in the registers an RS wgmma reads A from; dW is
 // computed as dWᵀ = dPᵀ X (A = dP, M-major) and stored transposed.
+//
+// The forward of a training step (kForward != none, --part train) is the
+// same kernel on P = X W (LayoutNN) with an epilogue that adds the bias,
+// stores P (when asked) and then Z = act(P) through the same staging buffer.
 #pragma once
 
 #include <algorithm>
+#include <string>
 #include <type_traits>
 
 #include "04_hopper/pipeline.cuh"
 #include "04_hopper/step5_tma_store.cuh"
 #include "04_hopper/step7_fused_activation.cuh"
+#include "05_backward/backward.cuh"
 #include "common/activation_half2.cuh"
 #include "common/mma.cuh"
 #include "common/tma.cuh"
@@ -69,6 +75,10 @@ struct Products {
   // Step 4: db (product 1's m values), summed by the tiles in its first tile
   // column; nullptr: none.
   __half* db;
+  // The forward (kForward != none): the bias (n[0] values) or nullptr, and
+  // whether P is stored too, through aux[0].
+  const __half* bias;
+  bool save_pre_act;
 };
 
 constexpr int kBM = hopper::kWsBlockM, kBN = hopper::kWsBlockN, kBK = hopper::kBlockK;
@@ -264,6 +274,28 @@ __device__ __forceinline__ void store_64x128_transposed(const float (&d)[64], __
   }
 }
 
+// The forward's epilogue for one consumer's 64 x 256: P = acc + b (in place:
+// the next tile's first wgmma overwrites acc), P stored if asked, then
+// Z = act(P). Thread t of a warp holds, for each 8-column slice j of a
+// 64 x 128 half, columns 8 j + 2 (t % 4) and the next of two rows.
+template <Activation kAct>
+__device__ __forceinline__ void store_forward(float (&acc)[kBN / 2], const Products& ps, __half* staging, int row0,
+                                              int col0, int barrier_id) {
+  using namespace hopper;
+  if (ps.bias != nullptr) {
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int i = 0; i < kBN / 8; ++i) {  // i = 16 half + j
+      const int col = col0 + 8 * i + 2 * (lane % 4);
+      if (col >= ps.n[0]) continue;  // n is a multiple of 8 (TMA): col + 1 < n too
+      const float2 b = __half22float2(*reinterpret_cast<const __half2*>(ps.bias + col));
+      acc[4 * i] += b.x, acc[4 * i + 1] += b.y, acc[4 * i + 2] += b.x, acc[4 * i + 3] += b.y;
+    }
+  }
+  if (ps.save_pre_act) store_tile_via_smem<Activation::none, true>(acc, staging, &ps.aux[0], row0, col0, barrier_id);
+  store_tile_via_smem<kAct, true>(acc, staging, &ps.c[0], row0, col0, barrier_id);
+}
+
 // One stage's four k16 wgmmas for consumer `consumer` (rows 64 c .. 64 c + 63).
 template <class L>
 __device__ __forceinline__ void wgmma_stage(float (&acc)[kBN / 2], uint32_t a_base, uint32_t b_base, int consumer,
@@ -285,7 +317,7 @@ __device__ __forceinline__ void wgmma_stage(float (&acc)[kBN / 2], uint32_t a_ba
 // dZ (with P beside it), and each consumer forms dP = dZ * act'(P) in the
 // registers its wgmmas read A from; the tiles of product 1's first tile
 // column also add up db.
-template <class L0, class L1, Activation kGrad = Activation::none>
+template <class L0, class L1, Activation kGrad = Activation::none, Activation kForward = Activation::none>
 __global__ void __launch_bounds__(hopper::kWsThreads, 1)
     layout_gemm_kernel(const __grid_constant__ Products ps, TraceRecord* trace) {
 #if WB_WGMMA_DEVICE
@@ -390,6 +422,8 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
         for (int half = 0; half < kBN / kStoreCols; ++half)
           store_64x128_transposed(*reinterpret_cast<const float(*)[64]>(acc + 64 * half), epilogue.staging, &ps.c[p],
                                   row0, col0 + half * kStoreCols, 1 + consumer);
+      } else if (kForward != Activation::none) {
+        store_forward<kForward>(acc, ps, epilogue.staging, row0, col0, 1 + consumer);
       } else {
         epilogue.store(acc, nullptr, &ps.c[p], ps.m[p], ps.n[p], row0, col0, true);
       }
@@ -448,10 +482,10 @@ inline int layout_gemm_smem_bytes() {
   return hopper::smem_bytes_for<SmemOf<kGrad>>();
 }
 
-template <class L0, class L1, Activation kGrad = Activation::none>
+template <class L0, class L1, Activation kGrad = Activation::none, Activation kForward = Activation::none>
 inline int layout_gemm_resident() {
   static const int resident = [] {
-    constexpr auto kernel = layout_gemm_kernel<L0, L1, kGrad>;
+    constexpr auto kernel = layout_gemm_kernel<L0, L1, kGrad, kForward>;
     const int smem = layout_gemm_smem_bytes<kGrad>();
     hopper::allow_large_smem(kernel, smem);
     return sm_count() *
@@ -465,12 +499,12 @@ inline int layout_gemm_grid(const Products& ps, int resident) {
 }
 
 // Launches the products in `ps` (a second one when ps.units[1] > 0).
-template <class L0, class L1, Activation kGrad = Activation::none>
+template <class L0, class L1, Activation kGrad = Activation::none, Activation kForward = Activation::none>
 inline void launch_layout_gemm(const Products& ps, TraceRecord* trace, cudaStream_t stream) {
-  constexpr auto kernel = layout_gemm_kernel<L0, L1, kGrad>;
+  constexpr auto kernel = layout_gemm_kernel<L0, L1, kGrad, kForward>;
   const int smem = layout_gemm_smem_bytes<kGrad>();
   hopper::allow_large_smem(kernel, smem);
-  const int grid = layout_gemm_grid(ps, layout_gemm_resident<L0, L1, kGrad>());
+  const int grid = layout_gemm_grid(ps, layout_gemm_resident<L0, L1, kGrad, kForward>());
   kernel<<<grid, hopper::kWsThreads, smem, stream>>>(ps, trace);
   CUDA_CHECK_LAUNCH();
 }
@@ -481,6 +515,23 @@ inline void launch_layout_product(const ProductArgs& g, TraceRecord* trace, cuda
   Products ps = {};
   describe_product<L>(ps, 0, g);
   launch_layout_gemm<L, L>(ps, trace, stream);
+}
+
+// A training step's forward: Z = act(X W + b) with P saved at `f.pre_act`
+// (when not null), one persistent launch of the lesson 04 kernel (not traced).
+inline void launch_layout_forward(const __half* x, const __half* w, __half* z, int m, int n, int k,
+                                  const ForwardEpilogue& f, cudaStream_t stream) {
+  Products ps = {};
+  describe_product<LayoutNN>(ps, 0, ProductArgs{x, w, z, m, n, k});
+  ps.bias = f.bias;
+  ps.save_pre_act = f.pre_act != nullptr;
+  if (ps.save_pre_act) ps.aux[0] = hopper::make_tensor_map_2d(f.pre_act, m, n, 64, hopper::kPanelCols);
+  switch (f.act) {
+    case Activation::relu: return launch_layout_gemm<LayoutNN, LayoutNN, Activation::none, Activation::relu>(ps, nullptr, stream);
+    case Activation::gelu: return launch_layout_gemm<LayoutNN, LayoutNN, Activation::none, Activation::gelu>(ps, nullptr, stream);
+    case Activation::silu: return launch_layout_gemm<LayoutNN, LayoutNN, Activation::none, Activation::silu>(ps, nullptr, stream);
+    default: throw CudaError(std::string("lesson 05's forward has no ") + activation_name(f.act) + " epilogue");
+  }
 }
 
 }  // namespace wb::backward

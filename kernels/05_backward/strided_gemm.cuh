@@ -20,10 +20,12 @@
 #include <cstdint>
 
 #include "02_blocked/tile_io.cuh"
+#include "05_backward/backward.cuh"
 #include "common/check.cuh"
 #include "common/gemm.cuh"
 #include "common/mma.cuh"
 #include "common/trace.cuh"
+#include "schedule/activation.hpp"
 #include "schedule/tile_order.hpp"
 
 namespace wb::backward {
@@ -42,6 +44,7 @@ struct StridedGemm {
   // Where the trace records go: block b writes record trace_first_unit + b,
   // its tile row offset by trace_first_row (a second product stacks below the first).
   int trace_first_unit = 0, trace_first_row = 0;
+  ForwardEpilogue forward = {};  // a training forward's bias, activation and saved P (act none: C as is)
 };
 
 constexpr int kStridedBM = 128, kStridedBN = 128, kStridedBK = 32;
@@ -61,7 +64,8 @@ struct SharedTile {
 template <Stored kA, Stored kB>
 __global__ void __launch_bounds__(kStridedThreads)
     strided_gemm_kernel(const __half* __restrict__ a, const __half* __restrict__ b, __half* __restrict__ c, int m,
-                        int n, int k, TraceRecord* trace, int trace_first_unit, int trace_first_row) {
+                        int n, int k, TraceRecord* trace, int trace_first_unit, int trace_first_row,
+                        ForwardEpilogue forward) {
   using namespace blocked;
   constexpr bool kAT = kA == Stored::transposed, kBT = kB == Stored::transposed;
   // A's slice: (BM x BK) as is, (BK x BM) transposed; B's: (BK x BN) as is, (BN x BK) transposed.
@@ -162,8 +166,21 @@ __global__ void __launch_bounds__(kStridedThreads)
 #pragma unroll
     for (int j = 0; j < MMAS_N; ++j) {
       const int row = m0 + wm0 + i * 16 + group, col = n0 + wn0 + j * 8 + pair * 2;
-      store_output_pair(c, m, n, row, col, acc[i][j][0], acc[i][j][1], pairs_aligned);
-      store_output_pair(c, m, n, row + 8, col, acc[i][j][2], acc[i][j][3], pairs_aligned);
+      if (forward.act == Activation::none) {
+        store_output_pair(c, m, n, row, col, acc[i][j][0], acc[i][j][1], pairs_aligned);
+        store_output_pair(c, m, n, row + 8, col, acc[i][j][2], acc[i][j][3], pairs_aligned);
+        continue;
+      }
+      // The forward's epilogue: P = acc + b, kept if asked, and Z = act(P).
+      const float b0 = forward.bias && col < n ? __half2float(forward.bias[col]) : 0.0f;
+      const float b1 = forward.bias && col + 1 < n ? __half2float(forward.bias[col + 1]) : 0.0f;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float p0 = acc[i][j][2 * h] + b0, p1 = acc[i][j][2 * h + 1] + b1;
+        if (forward.pre_act) store_output_pair(forward.pre_act, m, n, row + 8 * h, col, p0, p1, pairs_aligned);
+        store_output_pair(c, m, n, row + 8 * h, col, apply_activation(forward.act, p0),
+                          apply_activation(forward.act, p1), pairs_aligned);
+      }
     }
   trace_end(trace, trace_first_unit + int(blockIdx.x), trace_first_row + tile.m, tile.n, 0, k, t0);
 }
@@ -174,7 +191,7 @@ template <Stored kA, Stored kB>
 void launch_strided_gemm(const StridedGemm& g, cudaStream_t stream) {
   if (g.m <= 0 || g.n <= 0) return;
   strided_gemm_kernel<kA, kB><<<unsigned(strided_gemm_blocks(g.m, g.n)), kStridedThreads, 0, stream>>>(
-      g.a, g.b, g.c, g.m, g.n, g.k, g.trace, g.trace_first_unit, g.trace_first_row);
+      g.a, g.b, g.c, g.m, g.n, g.k, g.trace, g.trace_first_unit, g.trace_first_row, g.forward);
   CUDA_CHECK_LAUNCH();
 }
 

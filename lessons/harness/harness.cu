@@ -808,6 +808,7 @@ int run_lesson(const Lesson& lesson, int argc, char** argv) {
     request.k = opt.k;
     request.variants = opt.variants;
     request.params = shape_params(lesson.problem.params, opt.params);
+    request.defaults = shape_params(lesson.problem.params, default_params(lesson.problem.params));
     std::printf("No CUDA GPU here (%s). Results recorded on a real GPU:\n\n%s", reason.c_str(),
                 format_recorded_results(assets_dir(), id, request).c_str());
     return kExitOk;

@@ -195,7 +195,11 @@ std::string format_recorded_results(const std::string& assets, const std::string
     const auto matches = [&](const Recording* r) {
       for (const auto& [name, value] : request.params) {
         const auto it = r->results.header.shape_params.find(name);
-        if (it != r->results.header.shape_params.end() && !same(it->second, value)) return false;
+        if (it != r->results.header.shape_params.end()) {
+          if (!same(it->second, value)) return false;
+        } else if (const auto d = request.defaults.find(name); d != request.defaults.end() && !same(d->second, value)) {
+          return false;  // recorded before the parameter existed: it ran at the default
+        }
       }
       return true;
     };

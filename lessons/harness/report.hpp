@@ -41,12 +41,14 @@ std::vector<std::string> recorded_results_files(const std::string& assets, const
 // shapes that are, and the recordings at 4096^3 follow.
 // Among the recordings at the shape, those whose own parameters (sparsity,
 // activation, group size, ...) equal the run's are shown; a parameter a
-// recording does not have matches anything. When none match, a line says so
-// and the recordings at the shape follow.
+// recording does not have (it was recorded before the parameter existed)
+// matches the parameter's default only. When none match, a line says so and
+// the recordings at the shape follow.
 struct RecordedRequest {
   int64_t m = 4096, n = 4096, k = 4096;
   std::vector<std::string> variants;  // empty: all
-  std::map<std::string, ShapeParam> params;  // the run's own parameters; empty: any
+  std::map<std::string, ShapeParam> params;    // the run's own parameters; empty: any
+  std::map<std::string, ShapeParam> defaults;  // their defaults; a parameter not here matches anything
 };
 std::string format_recorded_results(const std::string& assets, const std::string& lesson_id,
                                     const RecordedRequest& request = {});
