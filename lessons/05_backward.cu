@@ -528,27 +528,57 @@ void cublas_sequence(const Buffers& b, cudaStream_t st) {
   if (a.db) launch_act_grad(a, GradPass::sum_only, st);
 }
 
+// splitmix64: the host's seeded random numbers.
+struct SplitMix {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = state += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+};
+
 // For ReLU: P uniform in [-1, 1) (seeded), and the bitmask a forward would
 // save beside it: bit c % 32 of word c / 32 of row r is P[r, c] > 0.
 void fill_relu_mask(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t seed) {
-  if (!has_relu_mask(s)) return;
   HostTensor& p = in[2];
   HostTensor& mask = in[kMaskInput];
   const int words = relu_mask_words(s.n);
-  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 0x5EEDull;
+  SplitMix rng{seed * 0x9E3779B97F4A7C15ull + 0x5EEDull};
   for (int64_t r = 0; r < s.m; ++r) {
     std::vector<uint32_t> row(size_t(words), 0);
     for (int64_t c = 0; c < s.n; ++c) {
-      state += 0x9E3779B97F4A7C15ull;  // splitmix64
-      uint64_t z = state;
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      z ^= z >> 31;
-      p.set(r, c, float(double(z >> 11) * 0x1.0p-53 * 2.0 - 1.0));
+      p.set(r, c, float(double(rng.next() >> 11) * 0x1.0p-53 * 2.0 - 1.0));
       if (p.at(r, c) > 0.0f) row[size_t(c / 32)] |= 1u << (c % 32);
     }
     for (int w = 0; w < words; ++w) mask.set_int(r, w, int32_t(row[size_t(w)]));
   }
+}
+
+// --part train with ReLU: ReLU's derivative is P's sign, and a P within the
+// fp32 sum's rounding of 0 takes either sign depending on the order of the
+// sum (on uniform inputs, about one element in 5 million at K = 8192, each
+// moving a row of dW by a whole term). So X, W and b are drawn from the
+// multiples of 1/8 in [-1, 1] (seeded): every product is a multiple of 1/64,
+// every partial sum is exact in fp32, and P, its sign and its exact zeros
+// (derivative 0) are the same in any order, on the GPU and in fp64.
+bool exact_inputs(const ProblemSize& s) { return is_train(s) && activation_of(s) == Activation::relu; }
+
+void fill_eighths(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t seed) {
+  SplitMix rng{seed * 0x9E3779B97F4A7C15ull + 0xE16ull};
+  const auto eighths = [&](HostTensor& t) {
+    for (int64_t r = 0; r < t.spec.rows; ++r)
+      for (int64_t c = 0; c < t.spec.cols; ++c) t.set(r, c, float(int(rng.next() % 17) - 8) / 8.0f);
+  };
+  eighths(in[0]);
+  eighths(in[1]);
+  if (has_bias(s)) eighths(in[3]);
+}
+
+void fill_inputs(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t seed) {
+  if (has_relu_mask(s)) fill_relu_mask(s, in, seed);
+  if (exact_inputs(s)) fill_eighths(s, in, seed);
 }
 
 // --part train: P = X W + b in fp64, every row of it (a row of dW sums over
@@ -709,6 +739,9 @@ Problem backward_problem() {
       case Part::train: {
         std::vector<TensorSpec> in{{"X", s.m, s.k}, {"W", s.k, s.n}, {"dZ", s.m, s.n}};
         if (has_bias(s)) in.push_back(TensorSpec{"b", 1, s.n});
+        if (exact_inputs(s))  // multiples of 1/8, written by fill_eighths
+          for (const size_t i : {size_t(0), size_t(1), size_t(3)})
+            if (i < in.size()) in[i].filled_by_problem = true;
         return in;
       }
       default: {
@@ -721,7 +754,7 @@ Problem backward_problem() {
       }
     }
   };
-  p.fill = fill_relu_mask;
+  p.fill = fill_inputs;
   p.outputs = [](const ProblemSize& s) {
     if (part_of(s) == Part::dx) return std::vector<TensorSpec>{{"dX", s.m, s.k}};
     if (part_of(s) == Part::dw) return std::vector<TensorSpec>{{"dW", s.k, s.n}};

@@ -198,6 +198,69 @@ TEST(ActivationGpu, EveryFp16InputWithinBounds) {
   cudaFree(out);
 }
 
+// Lesson 05's fused backward forms dZ * act'(P) in half2 for every tile that
+// reads an element. Over every finite fp16 P (dZ = 1), the derivative must be
+// within a few fp16 spacings of the exact one, in the tails too, where it is
+// tiny: a layer's real pre-activations reach |P| of 10 and more. Only where
+// act' crosses zero (GELU near -0.75, SiLU near -1.28) does the sum of its
+// two terms cancel, and there a small absolute slack is allowed; and 2^-19
+// everywhere, for the far tails where exp(-|v|) is an fp16 subnormal (a
+// derivative below 1e-4 then keeps fewer bits; a tanh-based form was off by
+// 1e-3 there).
+template <Activation A>
+__global__ void evaluate_grad(const uint32_t* in, uint32_t* out, int pairs) {
+  const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i >= pairs) return;
+  const __half2 one = __float2half2_rn(1.0f);
+  out[i] = wb::times_activation_grad_half2<A>(*reinterpret_cast<const uint32_t*>(&one), in[i]);
+}
+
+TEST(ActivationGpu, FusedDerivativeWithinBoundsForEveryFp16Input) {
+  const std::string why = no_device_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  constexpr int kValues = 1 << 16, kPairs = kValues / 2;
+  std::vector<uint16_t> bits(kValues);
+  for (int i = 0; i < kValues; ++i) bits[i] = uint16_t(i);
+  uint32_t *in = nullptr, *out = nullptr;
+  ASSERT_EQ(cudaMalloc(&in, kValues * sizeof(__half)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&out, kValues * sizeof(__half)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(in, bits.data(), kValues * sizeof(__half), cudaMemcpyHostToDevice), cudaSuccess);
+  struct GradBound {
+    Activation act;
+    double ulps, band_lo, band_hi, band_slack;  // within [band_lo, band_hi]: + band_slack absolute
+  };
+  for (const GradBound b : {GradBound{Activation::relu, 0.0, 0.0, 0.0, 0.0},
+                            GradBound{Activation::gelu, 6.0, -1.0, -0.5, 5e-4},
+                            GradBound{Activation::silu, 6.0, -1.6, -1.0, 5e-4}}) {
+    if (b.act == Activation::relu) evaluate_grad<Activation::relu><<<kPairs / 256, 256>>>(in, out, kPairs);
+    if (b.act == Activation::gelu) evaluate_grad<Activation::gelu><<<kPairs / 256, 256>>>(in, out, kPairs);
+    if (b.act == Activation::silu) evaluate_grad<Activation::silu><<<kPairs / 256, 256>>>(in, out, kPairs);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    std::vector<uint16_t> got(kValues);
+    ASSERT_EQ(cudaMemcpy(got.data(), out, kValues * sizeof(__half), cudaMemcpyDeviceToHost), cudaSuccess);
+    int violations = 0;
+    double first_x = 0, first_got = 0, first_exact = 0, max_ulps = 0, max_band = 0;
+    for (int i = 0; i < kValues; ++i) {
+      const double x = half_bits_to_float(uint16_t(i));
+      if (!std::isfinite(x)) continue;
+      const double exact = wb::activation_grad<double>(b.act, x), y = half_bits_to_float(got[size_t(i)]);
+      const double err = std::isfinite(y) ? std::fabs(y - exact) : INFINITY;
+      const bool band = x >= b.band_lo && x <= b.band_hi;
+      if (band) max_band = std::max(max_band, err);
+      else if (std::fabs(exact) >= std::ldexp(1.0, -14)) max_ulps = std::max(max_ulps, err / fp16_ulp(exact));
+      if (!(err <= b.ulps * fp16_ulp(exact) + (band ? b.band_slack : 0.0) + std::ldexp(1.0, -19)) &&
+          violations++ == 0)
+        first_x = x, first_got = y, first_exact = exact;
+    }
+    std::printf("act' of %-5s max %.2f ulps outside [%g, %g], max |err| %.2e inside\n", wb::activation_name(b.act),
+                max_ulps, b.band_lo, b.band_hi, max_band);
+    EXPECT_EQ(violations, 0) << wb::activation_name(b.act) << ": " << violations << " inputs out of bounds; first x = "
+                             << first_x << ": got " << first_got << ", exact " << first_exact;
+  }
+  cudaFree(in);
+  cudaFree(out);
+}
+
 // The check on its own (no GPU): exact values rounded to fp16 pass every
 // bound, the other common GELU, x sigmoid(1.702 x), fails the tanh form's, and so
 // does a GELU that turns NaN into a number.

@@ -121,16 +121,35 @@ __device__ __forceinline__ uint32_t gelu_poly_half2_bits(uint32_t bits) {
   return *reinterpret_cast<const uint32_t*>(&y);
 }
 
+// sigma(v) and 1 - sigma(v) = sigma(-v) of a pair, each to a few fp16 ulps
+// relative, however small: from q = exp(-|v|) in (0, 1] and r = 1 / (1 + q),
+// sigma(v) is r where v >= 0 and q r below, and 1 - sigma(v) the other one.
+// Neither is ever formed as 1 + t or 1 - s, whose cancellation in fp16 leaves
+// about 1e-3 absolute: more than the whole derivative in the tails.
+__device__ __forceinline__ void sigmoid_pair_half2(__half2 v, __half2& s, __half2& one_minus_s) {
+  const __half2 q = h2exp(__hneg2(__habs2(v)));
+  const __half2 r = h2rcp(__hadd2(__float2half2_rn(1.0f), q));
+  const __half2 qr = __hmul2(q, r);
+  const uint32_t ge = __hge2_mask(v, __float2half2_rn(0.0f));  // 0xffff per half where v >= 0
+  const uint32_t rb = *reinterpret_cast<const uint32_t*>(&r), qrb = *reinterpret_cast<const uint32_t*>(&qr);
+  const uint32_t sb = (rb & ge) | (qrb & ~ge), tb = (qrb & ge) | (rb & ~ge);
+  s = *reinterpret_cast<const __half2*>(&sb);
+  one_minus_s = *reinterpret_cast<const __half2*>(&tb);
+}
+
 // dZ * act'(x) on packed pairs, for lesson 05's fused backward, which forms
 // dP in the registers that feed the tensor cores and so recomputes act' for
 // every tile that reads an element: half2 keeps that off the critical path.
 //   relu  dZ where x > 0, else 0: a compare mask and an AND, exact
-//   gelu  0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 0.044715 x^2),
-//         t = tanh(sqrt(2/pi) (x + 0.044715 x^3)); x clamped to [-8, 8] first
-//         (act' is 0 and 1 beyond, to fp16's precision, and x^2 stays finite)
-//   silu  s (1 + x (1 - s)), s = sigmoid(x) = (1 + tanh(x / 2)) / 2
-// Accuracy: like activation_half2 (a few fp16 ulps, and about 1e-3 absolute
-// where 1 + t cancels); measured against the fp32 pass in docs/lessons/05_backward.md.
+//   gelu  s + 2 x s (1 - s) u',  s = sigma(2 u), u = sqrt(2/pi) (x + 0.044715 x^3),
+//         u' = sqrt(2/pi) (1 + 3 0.044715 x^2): the tanh form's derivative,
+//         as 0.5 (1 + tanh(u)) = sigma(2 u); x clamped to [-8, 8] first (act'
+//         is 0 and 1 beyond, to fp16's precision, and x^3 stays finite)
+//   silu  s + x s (1 - s),  s = sigma(x)
+// Accuracy: a few fp16 ulps relative to the derivative, in the tails too
+// (sigmoid_pair_half2). A tanh-based form (1 + t, 1 - t^2) was off by about
+// 1e-3 absolute there, which a layer's real pre-activations (|P| up to 10 and
+// more) turned into errors past the check's bound.
 template <Activation ACT>
 __device__ __forceinline__ uint32_t times_activation_grad_half2(uint32_t dz_bits, uint32_t x_bits) {
   const __half2 x = *reinterpret_cast<const __half2*>(&x_bits);
@@ -142,17 +161,17 @@ __device__ __forceinline__ uint32_t times_activation_grad_half2(uint32_t dz_bits
     const __half2 c0 = __float2half2_rn(0.7978845608028654f);  // sqrt(2/pi)
     const __half2 c1 = __float2half2_rn(0.7978845608028654f * 0.044715f);
     const __half2 c3 = __float2half2_rn(3.0f * 0.7978845608028654f * 0.044715f);
-    const __half2 half = __float2half2_rn(0.5f), one = __float2half2_rn(1.0f);
     const __half2 xc = __hmax2_nan(__hmin2_nan(x, __float2half2_rn(8.0f)), __float2half2_rn(-8.0f));
     const __half2 x2 = __hmul2(xc, xc);
-    const __half2 t = tanh_half2(__hmul2(xc, __hfma2(c1, x2, c0)));
-    const __half2 rise = __hfma2(t, half, half);  // 0.5 (1 + t)
-    const __half2 slope = __hmul2(__hmul2(xc, half), __hfma2(__hneg2(t), t, one));  // 0.5 x (1 - t^2)
-    g = __hfma2(slope, __hfma2(c3, x2, c0), rise);
+    const __half2 u = __hmul2(xc, __hfma2(c1, x2, c0));
+    __half2 s, t;
+    sigmoid_pair_half2(__hadd2(u, u), s, t);
+    const __half2 two_x_du = __hmul2(__hadd2(xc, xc), __hfma2(c3, x2, c0));  // 2 x u'
+    g = __hfma2(__hmul2(s, t), two_x_du, s);
   } else if constexpr (ACT == Activation::silu) {
-    const __half2 half = __float2half2_rn(0.5f), one = __float2half2_rn(1.0f);
-    const __half2 sig = __hfma2(tanh_half2(__hmul2(x, half)), half, half);
-    g = __hfma2(__hmul2(x, sig), __hsub2(one, sig), sig);
+    __half2 s, t;
+    sigmoid_pair_half2(x, s, t);
+    g = __hfma2(__hmul2(x, s), t, s);
   } else {
     return dz_bits;
   }
