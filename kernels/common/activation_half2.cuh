@@ -122,17 +122,21 @@ __device__ __forceinline__ uint32_t gelu_poly_half2_bits(uint32_t bits) {
 }
 
 // sigma(v) and 1 - sigma(v) = sigma(-v) of a pair, each to a few fp16 ulps
-// relative, however small: from q = exp(-|v|) in (0, 1] and r = 1 / (1 + q),
-// sigma(v) is r where v >= 0 and q r below, and 1 - sigma(v) the other one.
-// Neither is ever formed as 1 + t or 1 - s, whose cancellation in fp16 leaves
-// about 1e-3 absolute: more than the whole derivative in the tails.
+// relative, however small: sigma(|v|) = (1 + tanh(|v| / 2)) / 2 lies in
+// [0.5, 1], where nothing cancels, and sigma(-|v|) = exp(-|v|) sigma(|v|);
+// which is which follows v's sign. Neither is ever formed as 1 + t or 1 - s,
+// whose cancellation in fp16 leaves about 1e-3 absolute: more than the whole
+// derivative in the tails. Two special-function ops per pair (tanh and ex2,
+// both f16x2); a reciprocal has no f16x2 form and would cost two more.
+// Below about 6e-5, exp(-|v|) is an fp16 subnormal and keeps fewer bits.
 __device__ __forceinline__ void sigmoid_pair_half2(__half2 v, __half2& s, __half2& one_minus_s) {
-  const __half2 q = h2exp(__hneg2(__habs2(v)));
-  const __half2 r = h2rcp(__hadd2(__float2half2_rn(1.0f), q));
-  const __half2 qr = __hmul2(q, r);
+  const __half2 half = __float2half2_rn(0.5f);
+  const __half2 a = __habs2(v);
+  const __half2 up = __hfma2(tanh_half2(__hmul2(a, half)), half, half);  // sigma(|v|)
+  const __half2 down = __hmul2(h2exp(__hneg2(a)), up);                   // sigma(-|v|)
   const uint32_t ge = __hge2_mask(v, __float2half2_rn(0.0f));  // 0xffff per half where v >= 0
-  const uint32_t rb = *reinterpret_cast<const uint32_t*>(&r), qrb = *reinterpret_cast<const uint32_t*>(&qr);
-  const uint32_t sb = (rb & ge) | (qrb & ~ge), tb = (qrb & ge) | (rb & ~ge);
+  const uint32_t ub = *reinterpret_cast<const uint32_t*>(&up), db = *reinterpret_cast<const uint32_t*>(&down);
+  const uint32_t sb = (ub & ge) | (db & ~ge), tb = (db & ge) | (ub & ~ge);
   s = *reinterpret_cast<const __half2*>(&sb);
   one_minus_s = *reinterpret_cast<const __half2*>(&tb);
 }
