@@ -50,7 +50,11 @@
 // What to look for: the report's rows against "cublas" (the sequence), and
 // the cublaslt row beside it. With --part dx or --part dw one product runs
 // alone, given dP, against cuBLAS's GEMM in the same layout: is a transposed
-// operand read at full speed?
+// operand read at full speed? With --part train each step runs a training
+// step's forward first, Z = act(X W + b), with the bias, the activation and
+// P's save in its epilogue (ReLU saves nothing but Z: its derivative is Z's
+// sign), against a framework's Linear + activation + backward: does fusing
+// the forward's epilogue win back what the backward's products lose?
 //
 // Preconditions: TMA needs 16-byte row strides (K % 8 == 0 and N % 8 == 0);
 // other shapes run step 1's kernel for both products (the report's note says
@@ -62,6 +66,7 @@
 //       build/bin/lesson05_backward --act silu --m 4096 --k 4096 --n 14336   (Llama-3-8B up projection)
 //       build/bin/lesson05_backward --m 127 --n 257 --k 129                  (tails; N % 8 != 0: step 1's kernel)
 //       build/bin/lesson05_backward --part dw                                (dW alone vs cuBLAS's TN GEMM)
+//       build/bin/lesson05_backward --part train --act gelu                  (forward and backward together)
 // Measured: docs/lessons/05_backward.md.
 
 #include <cublasLt.h>
