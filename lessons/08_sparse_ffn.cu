@@ -377,35 +377,41 @@ size_t two_products_workspace(const ProblemSize& s, bool split) {
   return h + u + gathered_workspace_bytes(t.down_plan);
 }
 
-KernelConfig two_products_config(const TwoProducts& t) {
+// A plan's tiles, block and grid, as a trace's kernel config has them (one
+// record per block).
+KernelConfig config_of(const GatherPlan& q) {
   KernelConfig c;
+  c.block_m = q.block_m;
+  c.block_n = q.block_n;
+  c.block_k = 64;
+  c.threads = q.threads;
+  c.stages = q.stages;
+  c.tiles_m = q.tiles_m;
+  c.tiles_n = q.tiles_n;
+  c.grid_blocks = q.grid;
+  c.work_units = q.grid;
+  c.blocks_per_sm = q.blocks_per_sm;
+  c.smem_bytes = q.smem;
+  return c;
+}
+
+KernelConfig two_products_config(const TwoProducts& t) {
   const GatherPlan& u = t.up_plan;
   const GatherPlan& d = t.down_plan;
-  c.block_m = u.block_m;
-  c.block_n = u.block_n;
-  c.block_k = 64;
-  c.threads = u.threads;
-  c.stages = u.stages;
+  if (t.up.count == 0) {  // nothing active: one launch writes Y's zeros, reading nothing; no trace
+    KernelConfig c = config_of(d);
+    c.work_units = 0;
+    return c;
+  }
+  KernelConfig c = config_of(u);
   c.split_k = std::max(u.splits, d.splits);
   c.tiles_m = u.tiles_m + d.tiles_m;
   c.tiles_n = std::max(u.tiles_n, d.tiles_n);
   c.grid_blocks = u.grid + d.grid;
   c.work_units = u.grid + d.grid;
-  c.blocks_per_sm = u.blocks_per_sm;
-  c.smem_bytes = u.smem;
   // H's columns run over the active neurons (per columns each), Y's reduction too.
   c.products = {ProductGrid{"H (up)", t.up.m, t.up.n, t.up.k, u.tiles_m, u.tiles_n, 0, "n", t.up.per},
                 ProductGrid{"Y (down)", t.down.m, t.down.n, t.down.k, d.tiles_m, d.tiles_n, u.tiles_m, "k", 1}};
-  if (t.up.count == 0) {  // nothing active: one launch writes Y's zeros, reading nothing; no trace
-    c = KernelConfig{};
-    c.block_m = d.block_m;
-    c.block_n = d.block_n;
-    c.block_k = 64;
-    c.threads = d.threads;
-    c.tiles_m = d.tiles_m;
-    c.tiles_n = d.tiles_n;
-    c.grid_blocks = d.grid;
-  }
   return c;
 }
 
@@ -471,17 +477,7 @@ Variant fused(const char* name, const char* what) {
   const auto columns = [](const ProblemSize& s) { return per_of(s) * active_of(s); };
   v.config = [columns](const ProblemSize& s) {
     const GatherPlan q = plan_fused(s.m, columns(s));
-    KernelConfig c;
-    c.block_m = q.block_m;
-    c.block_n = q.block_n;
-    c.block_k = 64;
-    c.threads = q.threads;
-    c.stages = q.stages;
-    c.tiles_m = q.tiles_m;
-    c.tiles_n = q.tiles_n;
-    c.grid_blocks = q.grid;
-    c.work_units = q.grid;
-    c.smem_bytes = q.smem;
+    KernelConfig c = config_of(q);
     if (q.grid == 0) {  // nothing active: only the rounding kernel runs; no trace
       c.tiles_m = ceil_div(s.m, c.block_m);
       c.tiles_n = ceil_div(model_of(s).d_model, c.block_n);

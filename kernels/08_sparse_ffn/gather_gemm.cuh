@@ -454,24 +454,29 @@ GatherPlan plan_gathered(int m, int n, int k, bool split) {
   return with_tile(m, [&](auto s) { return plan_with<decltype(s), G, E>(m, n, k, split); });
 }
 
-// Workspace of a product: the slots and counters when it splits.
+// Workspace of a product when it splits: each split's fp32 slot of every
+// tile, then one counter per tile. Nothing when it does not.
+inline size_t gathered_slots_bytes(const GatherPlan& q) {
+  return size_t(q.splits) * size_t(q.tiles_m) * q.tiles_n * size_t(q.block_m) * q.block_n * sizeof(float);
+}
 inline size_t gathered_workspace_bytes(const GatherPlan& q) {
   if (q.splits == 1) return 0;
-  const size_t tiles = size_t(q.tiles_m) * q.tiles_n;
-  return size_t(q.splits) * tiles * size_t(q.block_m) * q.block_n * sizeof(float) + tiles * sizeof(uint32_t);
+  return gathered_slots_bytes(q) + size_t(q.tiles_m) * q.tiles_n * sizeof(uint32_t);
 }
 
-// `p.splits`, `p.partials` and `p.counters` are set here from the plan and `workspace`.
+// Sets `p.splits`, and `p.partials` and `p.counters` inside `workspace` (of
+// gathered_workspace_bytes(q)), for either kernel.
+inline void bind_split_workspace(GatherParams& p, const GatherPlan& q, void* workspace) {
+  p.splits = q.splits;
+  if (q.splits == 1) return;
+  p.partials = static_cast<float*>(workspace);
+  p.counters = reinterpret_cast<uint32_t*>(static_cast<unsigned char*>(workspace) + gathered_slots_bytes(q));
+}
+
 template <Gather G, Epilogue E>
 void launch_gathered(GatherParams p, const GatherPlan& q, void* workspace, cudaStream_t stream) {
   if (q.grid == 0) return;
-  p.splits = q.splits;
-  if (q.splits > 1) {
-    const size_t tiles = size_t(q.tiles_m) * q.tiles_n;
-    p.partials = static_cast<float*>(workspace);
-    p.counters = reinterpret_cast<uint32_t*>(static_cast<unsigned char*>(workspace) +
-                                             size_t(q.splits) * tiles * size_t(q.block_m) * q.block_n * sizeof(float));
-  }
+  bind_split_workspace(p, q, workspace);
   with_tile(p.m, [&](auto s) {
     using S = decltype(s);
     cudaLaunchConfig_t config = {};

@@ -238,13 +238,7 @@ GatherPlan plan_wgmma(int m, int n, int k, bool split) {
 template <Gather G, Epilogue E>
 void launch_wgmma(GatherParams p, const GatherPlan& q, void* workspace, cudaStream_t stream) {
   if (q.grid == 0) return;
-  p.splits = q.splits;
-  if (q.splits > 1) {
-    const size_t tiles = size_t(q.tiles_m) * q.tiles_n;
-    p.partials = static_cast<float*>(workspace);
-    p.counters = reinterpret_cast<uint32_t*>(static_cast<unsigned char*>(workspace) +
-                                             size_t(q.splits) * tiles * size_t(q.block_m) * q.block_n * sizeof(float));
-  }
+  bind_split_workspace(p, q, workspace);
   void* args[] = {&p};
   CUDA_CHECK(cudaLaunchKernel(wgmma_kernel_ready<G, E>(), dim3(unsigned(q.grid)), dim3(WgmmaTile::THREADS), args,
                               size_t(WgmmaTile::SMEM_BYTES), stream));
