@@ -388,16 +388,18 @@ double backward_bytes(const ProblemSize& s, bool relu_mask) {
 
 // --part train by cuBLASLt: the bias, and the activation where the library has
 // it, in the epilogue: RELU(_BIAS) writes Z alone (ReLU's backward reads Z);
-// GELU_AUX(_BIAS) writes Z and P (its "aux"); SiLU has no epilogue, so P,
-// then the activation as its own pass.
+// GELU_AUX(_BIAS) writes Z and P (its "aux"; N a multiple of 8); SiLU has no
+// epilogue (nor GELU at other N), so P, then the activation as its own pass.
 void cublaslt_fused_forward(const BackwardArgs& a, void* lt_ws, cudaStream_t st) {
   const bool bias = a.bias != nullptr;
   switch (a.act) {
     case Activation::relu:
       return cublaslt_forward(bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU, a, a.z, nullptr, lt_ws, st);
-    case Activation::gelu:
-      return cublaslt_forward(bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX, a, a.z,
-                              const_cast<__half*>(a.p), lt_ws, st);
+    case Activation::gelu:  // its aux (P) needs a leading dimension that is a multiple of 8
+      if (a.n % 8 == 0)
+        return cublaslt_forward(bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX, a, a.z,
+                                const_cast<__half*>(a.p), lt_ws, st);
+      [[fallthrough]];
     default:
       cublaslt_forward(bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT, a, const_cast<__half*>(a.p),
                        nullptr, lt_ws, st);
@@ -624,22 +626,30 @@ const std::vector<double>& train_p_fp64(const ProblemSize& s, const std::vector<
   return cache.p;
 }
 
-// P as the backward sees it: as given (--part all), or (train) the fp64 P
-// rounded to fp16, as the forward saves it (ReLU: Z = relu(P) has its sign).
-double saved_p_value(const ProblemSize& s, const std::vector<HostTensor>& in, int64_t i) {
-  if (!is_train(s)) return in[2].value(i);
-  return half_to_float(float_to_half(float(train_p_fp64(s, in)[size_t(i)])));
+// dP's ingredients as the backward sees them: dZ, and P as given (--part
+// all) or (train) the fp64 P rounded to fp16, as the forward saves it (ReLU:
+// Z = relu(P) has its sign). Looked up once, used per element.
+struct DpInputs {
+  Activation act;
+  const HostTensor* dz;
+  const HostTensor* given_p;       // --part all
+  const std::vector<double>* p64;  // --part train
+  double dp(int64_t i) const {
+    const double p = p64 ? half_to_float(float_to_half(float((*p64)[size_t(i)]))) : given_p->value(i);
+    return double(dz->value(i)) * activation_grad<double>(act, p);
+  }
+};
+DpInputs dp_inputs(const ProblemSize& s, const std::vector<HostTensor>& in) {
+  if (is_train(s)) return DpInputs{activation_of(s), &in[2], nullptr, &train_p_fp64(s, in)};
+  return DpInputs{activation_of(s), &in[3], &in[2], nullptr};
 }
-
-const HostTensor& dz_input(const ProblemSize& s, const std::vector<HostTensor>& in) { return in[is_train(s) ? 2 : 3]; }
 
 // dP in fp64 (as float: its rounding is far below the check's tolerance).
 std::vector<float> dp_fp64(const ProblemSize& s, const std::vector<HostTensor>& in) {
-  const Activation act = activation_of(s);
+  const DpInputs d = dp_inputs(s, in);
   const int64_t count = int64_t(s.m) * s.n;
   std::vector<float> dp(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i)
-    dp[size_t(i)] = float(double(dz_input(s, in).value(i)) * activation_grad<double>(act, saved_p_value(s, in, i)));
+  for (int64_t i = 0; i < count; ++i) dp[size_t(i)] = float(d.dp(i));
   return dp;
 }
 
@@ -695,10 +705,9 @@ std::vector<double> backward_fp64_rows(const ProblemSize& s, const std::vector<H
   if (output == 0) {  // dX[r, j] = sum_c dP[r, c] W[j, c]
     out.assign(rows.size() * size_t(k), 0.0);
     std::vector<double> dp_row(static_cast<size_t>(n));
+    const DpInputs d = dp_inputs(s, in);
     for (size_t r = 0; r < rows.size(); ++r) {
-      for (int64_t c = 0; c < n; ++c)
-        dp_row[size_t(c)] = double(dz_input(s, in).at(rows[r], c)) *
-                            activation_grad<double>(act, saved_p_value(s, in, rows[r] * n + c));
+      for (int64_t c = 0; c < n; ++c) dp_row[size_t(c)] = d.dp(rows[r] * n + c);
       for (int64_t j = 0; j < k; ++j) {
         double sum = 0;
         for (int64_t c = 0; c < n; ++c) sum += dp_row[size_t(c)] * double(w.value(j * n + c));

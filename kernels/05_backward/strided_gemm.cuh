@@ -159,7 +159,8 @@ __global__ void __launch_bounds__(kStridedThreads)
     stage ^= 1;
   }
 
-  const bool pairs_aligned = (reinterpret_cast<uintptr_t>(c) % 4 == 0) && (n % 2 == 0);
+  const bool pairs_aligned = reinterpret_cast<uintptr_t>(c) % 4 == 0 && n % 2 == 0 &&
+                            reinterpret_cast<uintptr_t>(forward.pre_act) % 4 == 0;
   const int group = lane / 4, pair = lane % 4;
 #pragma unroll
   for (int i = 0; i < MMAS_M; ++i)

@@ -126,9 +126,10 @@ __device__ __forceinline__ uint32_t gelu_poly_half2_bits(uint32_t bits) {
 // [0.5, 1], where nothing cancels, and sigma(-|v|) = exp(-|v|) sigma(|v|);
 // which is which follows v's sign. Neither is ever formed as 1 + t or 1 - s,
 // whose cancellation in fp16 leaves about 1e-3 absolute: more than the whole
-// derivative in the tails. Two special-function ops per pair (tanh and ex2,
-// both f16x2); a reciprocal has no f16x2 form and would cost two more.
-// Below about 6e-5, exp(-|v|) is an fp16 subnormal and keeps fewer bits.
+// derivative in the tails. Per pair: one tanh.approx.f16x2 and h2exp, which
+// CUDA 13 computes as two fp32 ex2 (with conversions); a reciprocal has no
+// f16x2 form either. Below about 6e-5, exp(-|v|) is an fp16 subnormal and
+// keeps fewer bits.
 __device__ __forceinline__ void sigmoid_pair_half2(__half2 v, __half2& s, __half2& one_minus_s) {
   const __half2 half = __float2half2_rn(0.5f);
   const __half2 a = __habs2(v);
@@ -151,9 +152,11 @@ __device__ __forceinline__ void sigmoid_pair_half2(__half2 v, __half2& s, __half
 //         is 0 and 1 beyond, to fp16's precision, and x^3 stays finite)
 //   silu  s + x s (1 - s),  s = sigma(x)
 // Accuracy: a few fp16 ulps relative to the derivative, in the tails too
-// (sigmoid_pair_half2). A tanh-based form (1 + t, 1 - t^2) was off by about
-// 1e-3 absolute there, which a layer's real pre-activations (|P| up to 10 and
-// more) turned into errors past the check's bound.
+// (sigmoid_pair_half2), except where it crosses zero (GELU near -0.75, SiLU
+// near -1.28): there its two terms cancel, and the error is a few ulps of the
+// terms instead. A tanh-based form (1 + t, 1 - t^2) was off by about 1e-3
+// absolute in the tails, which a layer's real pre-activations (|P| up to 10
+// and more) turned into errors past the check's bound.
 template <Activation ACT>
 __device__ __forceinline__ uint32_t times_activation_grad_half2(uint32_t dz_bits, uint32_t x_bits) {
   const __half2 x = *reinterpret_cast<const __half2*>(&x_bits);
