@@ -185,6 +185,21 @@ TEST(LessonRecorded, PicksTheRecordingByTheLessonsParameters) {
   EXPECT_NE(none.out.find("model=llama2-7b sparsity=0.9;"), std::string::npos) << none.out;
 }
 
+// Lesson 05's recordings of the backward alone and of a training step sit at
+// the same shape: each run shows its own (--part), never the other.
+TEST(LessonRecorded, Lesson05ShowsTheRecordingOfItsPart) {
+  if (gpu_present()) GTEST_SKIP() << "a GPU is present: the no-GPU path is not reachable here";
+  if (!have("lesson05_backward")) GTEST_SKIP() << "lesson05_backward is not in this build (no CUDA)";
+  const Ran train = run("lesson05_backward --part train");
+  EXPECT_EQ(train.code, 0) << train.out;
+  EXPECT_NE(train.out.find("part=train,"), std::string::npos) << train.out;
+  EXPECT_EQ(train.out.find("part=all,"), std::string::npos) << train.out;
+  const Ran all = run("lesson05_backward");
+  EXPECT_EQ(all.code, 0) << all.out;
+  EXPECT_NE(all.out.find("part=all,"), std::string::npos) << all.out;
+  EXPECT_EQ(all.out.find("part=train,"), std::string::npos) << all.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(Lessons, LessonCli, ::testing::ValuesIn(wb::lesson_ids()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
