@@ -1,5 +1,6 @@
-// Lesson 07's dequantization on the GPU equals the host's bit for bit: both
-// device forms (the paper's conversion, and lop3 with 1024.0) for every 4-bit
+// Lesson 07's dequantization on the GPU equals the host's bit for bit: all
+// three device forms (the paper's conversion, lop3 with 1024.0 a pair at a
+// time, and a whole word with 1024.0 and 64.0) for every 4-bit
 // value, every zero point and a spread of fp16 scales, against
 // fp16((q - z) s) rounded on the host (schedule/q4.hpp). And lop3 takes the
 // nibbles the shuffled layout says it does.
@@ -21,7 +22,7 @@ using namespace wb;
 
 // For each case i: word, zero, scale; out[i * 8 + e] is nibble e's value.
 __global__ void dequant_both(const uint32_t* words, const __half* zeros, const __half* scales, int count,
-                             __half* by_convert, __half* by_magic) {
+                             __half* by_convert, __half* by_magic, __half* by_word) {
   const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (i >= count) return;
   const uint32_t w = words[i];
@@ -31,6 +32,16 @@ __global__ void dequant_both(const uint32_t* words, const __half* zeros, const _
     const __half2 p = w4a16::dequant_pair(w, s, offset, scale2);
     by_magic[i * 8 + s] = __low2half(p);
     by_magic[i * 8 + s + 4] = __high2half(p);
+  }
+  // Both column tiles of the word get the same zero point and scale here.
+  const w4a16::TileDequant d =
+      w4a16::tile_dequant(__halves2half2(zeros[i], zeros[i]), __halves2half2(scales[i], scales[i]));
+  uint32_t pairs[4];
+  w4a16::dequant_word(w, d, pairs);
+  for (int s = 0; s < 4; ++s) {
+    const __half2 p = w4a16::as_half2(pairs[s]);
+    by_word[i * 8 + s] = __low2half(p);
+    by_word[i * 8 + s + 4] = __high2half(p);
   }
 }
 
@@ -62,14 +73,16 @@ TEST(Q4Gpu, BothDequantizationsEqualTheHostBitForBit) {
   uint32_t* d_words = to_device(words);
   __half* d_zeros = reinterpret_cast<__half*>(to_device(zeros));
   __half* d_scales = reinterpret_cast<__half*>(to_device(scales));
-  __half *d_conv = nullptr, *d_magic = nullptr;
+  __half *d_conv = nullptr, *d_magic = nullptr, *d_word = nullptr;
   ASSERT_EQ(cudaMalloc(&d_conv, size_t(count) * 8 * 2), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&d_magic, size_t(count) * 8 * 2), cudaSuccess);
-  dequant_both<<<(count + 127) / 128, 128>>>(d_words, d_zeros, d_scales, count, d_conv, d_magic);
+  ASSERT_EQ(cudaMalloc(&d_word, size_t(count) * 8 * 2), cudaSuccess);
+  dequant_both<<<(count + 127) / 128, 128>>>(d_words, d_zeros, d_scales, count, d_conv, d_magic, d_word);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<uint16_t> conv(size_t(count) * 8), magic(size_t(count) * 8);
+  std::vector<uint16_t> conv(size_t(count) * 8), magic(size_t(count) * 8), word(size_t(count) * 8);
   ASSERT_EQ(cudaMemcpy(conv.data(), d_conv, conv.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(magic.data(), d_magic, magic.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(word.data(), d_word, word.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
   int wrong = 0;
   for (int i = 0; i < count; ++i)
     for (int e = 0; e < 8; ++e) {
@@ -77,10 +90,10 @@ TEST(Q4Gpu, BothDequantizationsEqualTheHostBitForBit) {
       const uint16_t want =
           float_to_half(q4::dequant_exact(q, half_to_float(zeros[size_t(i)]), half_to_float(scales[size_t(i)])));
       const size_t o = size_t(i) * 8 + size_t(e);
-      if (conv[o] != want || magic[o] != want) {
+      if (conv[o] != want || magic[o] != want || word[o] != want) {
         if (++wrong <= 5)
           ADD_FAILURE() << "q " << q << " z " << half_to_float(zeros[size_t(i)]) << " s bits " << scales[size_t(i)]
-                        << ": host " << want << ", convert " << conv[o] << ", lop3 " << magic[o];
+                        << ": host " << want << ", convert " << conv[o] << ", lop3 " << magic[o] << ", word " << word[o];
       }
     }
   EXPECT_EQ(wrong, 0) << "of " << count * 8;
@@ -89,6 +102,7 @@ TEST(Q4Gpu, BothDequantizationsEqualTheHostBitForBit) {
   cudaFree(d_scales);
   cudaFree(d_conv);
   cudaFree(d_magic);
+  cudaFree(d_word);
 }
 
 }  // namespace

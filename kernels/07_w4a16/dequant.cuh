@@ -77,6 +77,44 @@ __device__ __forceinline__ __half2 magic_offset(__half zero) {
   return __halves2half2(o, o);
 }
 
+// The four pairs of a shuffled word with one shift instead of three. Pairs
+// 0 and 2 are nibbles s and s + 4 of the word and of word >> 8 at bits 0-3
+// and 16-19: OR-ed into 1024.0 as in dequant_pair, 1024 + q. Pairs 1 and 3
+// are taken where they lie, at bits 4-7 and 20-23, and OR-ed into 64.0
+// (0x5400): its mantissa's last bit is worth 1/16, so bit 4 is worth 1 and
+// the half is 64 + q exactly. Subtracting 1024 + z or 64 + z is exact, and
+// the multiply by s rounds once: the same bits as dequant_pair. A word holds
+// two column tiles (pairs 0 and 1 the first, 2 and 3 the second); their zero
+// points and scales stay packed two to a register, the first tile's in the
+// low half, as the shuffled layout stores them, and each operation takes the
+// half it needs.
+struct TileDequant {
+  __half2 low;    // 1024 + z of the two tiles
+  __half2 high;   // 64 + z
+  __half2 scale;  // s
+};
+
+__device__ __forceinline__ TileDequant tile_dequant(__half2 zeros, __half2 scales) {
+  return TileDequant{__hadd2(zeros, as_half2(0x64006400u)), __hadd2(zeros, as_half2(0x54005400u)), scales};
+}
+
+template <uint32_t kMask, uint32_t kMagic>
+__device__ __forceinline__ __half2 magic_half2(uint32_t x) {
+  uint32_t r;
+  // lop3 0xEA: (x & mask) | magic
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(x), "n"(kMask), "n"(kMagic));
+  return as_half2(r);
+}
+
+__device__ __forceinline__ void dequant_word(uint32_t word, const TileDequant& d, uint32_t (&pairs)[4]) {
+  const uint32_t shifted = word >> 8;
+  const __half2 s0 = __low2half2(d.scale), s1 = __high2half2(d.scale);
+  pairs[0] = as_u32(__hmul2(__hsub2(magic_half2<0x000F000Fu, 0x64006400u>(word), __low2half2(d.low)), s0));
+  pairs[1] = as_u32(__hmul2(__hsub2(magic_half2<0x00F000F0u, 0x54005400u>(word), __low2half2(d.high)), s0));
+  pairs[2] = as_u32(__hmul2(__hsub2(magic_half2<0x000F000Fu, 0x64006400u>(shifted), __high2half2(d.low)), s1));
+  pairs[3] = as_u32(__hmul2(__hsub2(magic_half2<0x00F000F0u, 0x54005400u>(shifted), __high2half2(d.high)), s1));
+}
+
 // Step 1: the GPTQ-packed weights to fp16 W (K x N row-major), one word (8
 // values down a column) per thread, by conversion.
 __global__ void dequant_gptq_kernel(const uint32_t* __restrict__ bq, const __half* __restrict__ scales,

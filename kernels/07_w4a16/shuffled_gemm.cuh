@@ -7,12 +7,14 @@
 // passes through an fp16 tile: a warp copies its 512 bytes per k step into
 // shared memory with cp.async, reads them back with one
 // 16-byte load per lane, and dequantizes straight into the registers the
-// tensor cores read. The scales and zero points are shuffled the same way: one
-// 32-byte read per lane per group. No ldmatrix.trans, no second barrier, no
+// tensor cores read (dequant_word: a shift, four lop3, four half2 subtracts
+// and four multiplies per 16 bytes). The scales and zero points are shuffled
+// the same way: one 32-byte read per lane per group, and only when the warp's
+// k step enters a new group. No ldmatrix.trans, no second barrier, no
 // scattered 2-byte stores.
 //
 // A block is 8 warps: 4 side by side, each a 64-column strip (256 columns),
-// and two on each strip, each taking two of a slice's four k steps (their
+// and two on each strip, each taking half of a slice's eight k steps (their
 // sums are added in shared memory at the end), for BLOCK_M = 16 rows (32
 // above M = 16: two m16 tiles share each dequantized B fragment). The block's
 // fp32 partial tile then sits in shared memory, and the splits' partials are
@@ -35,24 +37,27 @@ namespace wb::w4a16 {
 
 enum class Combine { atomic, serial, last_block };
 
-template <int MT, int STAGES_>
+template <int MT, int STAGES_, int MIN_BLOCKS_, int SLICE_STEPS>
 struct ShuffledShape {
+  static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
   static constexpr int MMAS_M = MT;  // m16 tiles per block
   static constexpr int BLOCK_M = 16 * MT;
   static constexpr int BLOCK_N = q4::kShuffledColumns;  // 4 strips of 64 columns
-  static constexpr int BLOCK_K = q4::kShuffledDepth;    // 4 k steps of 16
+  static constexpr int BLOCK_K = 16 * SLICE_STEPS;     // k steps of 16 per slice
   static constexpr int WARPS_N = BLOCK_N / q4::kStripColumns;
-  static constexpr int WARPS_K = 2;  // two warps per strip, each two of a slice's four k steps
+  static constexpr int WARPS_K = 2;  // two warps per strip, each half of a slice's k steps
   static constexpr int THREADS = WARPS_N * WARPS_K * 32;
   static constexpr int STAGES = STAGES_;
   static constexpr int STEPS = BLOCK_K / 16;
   static constexpr int STEPS_PER_WARP = STEPS / WARPS_K;
   static constexpr int A_STAGE_HALVES = BLOCK_M * BLOCK_K;
   static constexpr int A_CHUNKS = A_STAGE_HALVES / 8;
+  static constexpr int A_CHUNKS_PER_THREAD = (A_CHUNKS + THREADS - 1) / THREADS;
   static constexpr int B_STAGE_BYTES = BLOCK_N * BLOCK_K / 2;
   static constexpr int B_CHUNKS_PER_THREAD = B_STAGE_BYTES / 16 / THREADS;
   static constexpr int SZ_GROUP_BYTES = WARPS_N * 8 * 32;    // a group's scales and zeros for the block's strips
-  static constexpr int SZ_STAGE_BYTES = 2 * SZ_GROUP_BYTES;  // a 64-deep slice spans at most 2 groups (G >= 32)
+  static constexpr int SZ_GROUPS = BLOCK_K / 32;                // the most groups a slice spans (G >= 32)
+  static constexpr int SZ_STAGE_BYTES = SZ_GROUPS * SZ_GROUP_BYTES;
   static constexpr int STAGE_BYTES = A_STAGE_HALVES * 2 + B_STAGE_BYTES + SZ_STAGE_BYTES;
   static constexpr int TILE_LD = BLOCK_N + 8;  // the fp32 partial tile's row, padded
   static constexpr int TILE_BYTES = BLOCK_M * TILE_LD * 4;
@@ -61,12 +66,15 @@ struct ShuffledShape {
   static_assert(WARPS_N == q4::kBlockStrips, "a block's strips are the layout's group of strips");
   static_assert(STEPS % WARPS_K == 0, "the warps of a strip split a slice's k steps evenly");
   static_assert(B_STAGE_BYTES % (16 * THREADS) == 0, "B's 16-byte chunks split evenly over the threads");
-  static_assert(A_CHUNKS <= THREADS, "one 16-byte chunk of A per thread at most");
-  static_assert(2 * SZ_GROUP_BYTES / 16 <= THREADS, "two groups' scales are copied at once");
+  static_assert(A_CHUNKS <= THREADS || A_CHUNKS % THREADS == 0, "A's 16-byte chunks split evenly over the threads");
+  static_assert(BLOCK_K % q4::kShuffledDepth == 0, "a slice is whole runs of the layout's 64-deep padding");
+  static_assert(SZ_GROUPS * SZ_GROUP_BYTES / 16 <= THREADS, "a slice's groups' scales are copied at once");
 };
 
-using Shuffled16 = ShuffledShape<1, 8>;
-using Shuffled32 = ShuffledShape<2, 5>;
+// 128-deep slices (16 KiB of B, one group at G = 128), three stages, two
+// blocks of 256 threads per SM (so at most 128 registers a thread).
+using Shuffled16 = ShuffledShape<1, 3, 2, 8>;
+using Shuffled32 = ShuffledShape<2, 3, 2, 8>;
 
 template <int MT>
 struct ShuffledAcc {
@@ -97,16 +105,15 @@ __device__ __forceinline__ void accumulate_into_tile(float* tile, const Shuffled
 }
 
 template <class S, Combine R>
-__global__ void __launch_bounds__(S::THREADS) shuffled_w4_kernel(W4Args p, int splits) {
+__global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS) shuffled_w4_kernel(W4Args p, int splits) {
   extern __shared__ __align__(128) unsigned char smem[];
   constexpr int MT = S::MMAS_M;
   const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const int strip = warp % S::WARPS_N, khalf = warp / S::WARPS_N;
   const int64_t np = q4::padded_n(p.n), kp = q4::padded_k(p.k);
   const int tiles_n = int(np / S::BLOCK_N), tiles_m = ceil_div(p.m, S::BLOCK_M);
-  const int k_tiles = int(kp / S::BLOCK_K);
+  const int k_tiles = int((kp + S::BLOCK_K - 1) / S::BLOCK_K);
   const int64_t steps = kp / 16, strips = np / q4::kStripColumns;
-  const bool two_groups = p.group_size < S::BLOCK_K;  // G = 32: a slice holds two groups
 
   const uint64_t t0 = trace_start(p.trace);
   // Unit u: the m tiles of a column block next to each other, so they run
@@ -118,36 +125,60 @@ __global__ void __launch_bounds__(S::THREADS) shuffled_w4_kernel(W4Args p, int s
   const int kt_begin = split_k_begin(k_tiles, splits, unit.split);
   const int kt_end = split_k_begin(k_tiles, splits, unit.split + 1);
 
-  auto stage_base = [&](int stage) { return smem + stage * S::STAGE_BYTES; };
+  // What each thread copies per slice, with the parts that do not change
+  // from slice to slice worked out once. G is 32, 64 or 128, so a slice's
+  // first group is a shift away.
+  const int group_shift = __ffs(p.group_size) - 1;
+  constexpr int A_CPR = S::BLOCK_K / 8;
+  constexpr int A_ROWS_PER_PASS = S::THREADS / A_CPR;  // rows of A one pass of the threads copies
+  const int a_row = tid / A_CPR, a_chunk = tid % A_CPR;
+  const bool a_copies = tid < S::A_CHUNKS;
+  const __half* a_src = p.a + int64_t(m0 + a_row) * p.k + a_chunk * 8;
+  const uint32_t a_dst = uint32_t(swizzled_offset<S::BLOCK_K>(a_row, a_chunk) * 2);
+  const int steps_total = int(steps);
+  // B: the block's slice kt is 16 KiB in a row (k step, strip, lane: schedule/q4.hpp).
+  constexpr int SLICE_WORDS = S::STEPS * S::WARPS_N * 128;
+  const uint32_t* b_src = p.bs + int64_t(tn) * steps * S::WARPS_N * 128 + tid * 4;
+  // The slice's group(s): for each, the block's strips' 32-byte rows, 1 KiB in all.
+  const int sz_sub = tid / (S::SZ_GROUP_BYTES / 16), sz_chunk = tid % (S::SZ_GROUP_BYTES / 16);
+  const bool sz_copies = sz_sub < max(1, S::BLOCK_K >> group_shift);
+  const int groups_total = int(q4::shuffled_groups(p.k, p.group_size));
+  const __half* sz_src = p.sz + strip0 * 8 * 16 + sz_chunk * 8;
+  const int64_t group_halves = strips * 8 * 16;
+
+  const uint32_t smem_base = shared_address(smem);
   auto load_slice = [&](int stage, int kt) {
-    unsigned char* base = stage_base(stage);
+    const uint32_t base = smem_base + uint32_t(stage * S::STAGE_BYTES);
     // A: rows m0.., k columns of the slice, swizzled as lesson 06's tiles; zeros outside.
-    if (tid < S::A_CHUNKS) {
-      constexpr int A_CPR = S::BLOCK_K / 8;
-      const int row = tid / A_CPR, chunk = tid % A_CPR;
-      const int gr = m0 + row, gc = kt * S::BLOCK_K + chunk * 8;
-      const bool inside = gr < p.m && gc < p.k;  // k % 8 == 0: a chunk is wholly in or out
-      cp_async_16_zero_fill(shared_address(reinterpret_cast<__half*>(base) + swizzled_offset<S::BLOCK_K>(row, chunk)),
-                            inside ? p.a + int64_t(gr) * p.k + gc : p.a, inside ? 16 : 0);
+    if (a_copies) {
+      const bool col_inside = kt * S::BLOCK_K + a_chunk * 8 < p.k;  // k % 8 == 0: a chunk is wholly in or out
+#pragma unroll
+      for (int i = 0; i < S::A_CHUNKS_PER_THREAD; ++i) {
+        // Pass i: rows a_row + i A_ROWS_PER_PASS (the swizzle's period, 8 rows, divides the step).
+        const bool inside = col_inside && m0 + a_row + i * A_ROWS_PER_PASS < p.m;
+        cp_async_16_zero_fill(base + a_dst + uint32_t(i * A_ROWS_PER_PASS * S::BLOCK_K * 2),
+                              inside ? a_src + int64_t(i * A_ROWS_PER_PASS) * p.k + kt * S::BLOCK_K : p.a,
+                              inside ? 16 : 0);
+      }
     }
-    // B: the block's slice is 8 KiB in a row (k step, strip, lane:
-    // schedule/q4.hpp), copied as it lies.
-    unsigned char* bstage = base + S::A_STAGE_HALVES * 2;
-    const uint32_t* slice = p.bs + ((int64_t(tn) * steps + int64_t(kt) * S::STEPS) * S::WARPS_N) * 128;
+    const uint32_t bstage = base + S::A_STAGE_HALVES * 2;
+    const uint32_t* slice = b_src + int64_t(kt) * SLICE_WORDS;
 #pragma unroll
     for (int i = 0; i < S::B_CHUNKS_PER_THREAD; ++i) {
+      // A slice past the padded K (its last 64 rows, when K pads to an odd
+      // number of 64s) is zeros, not read; A is zero there too.
       const int c = tid + i * S::THREADS;
-      cp_async_16_zero_fill(shared_address(bstage + c * 16), slice + c * 4, 16);
+      const bool inside = kt * S::STEPS + c / (S::WARPS_N * 32) < steps_total;
+      cp_async_16_zero_fill(bstage + uint32_t(c * 16), inside ? slice + i * S::THREADS * 4 : p.bs, inside ? 16 : 0);
     }
-    // The slice's group(s): for each, the block's strips' 32-byte rows, 1 KiB in all.
-    unsigned char* szstage = bstage + S::B_STAGE_BYTES;
-    const int sub = tid / (S::SZ_GROUP_BYTES / 16), c = tid % (S::SZ_GROUP_BYTES / 16);
-    if (sub < (two_groups ? 2 : 1)) {
-      const int64_t group = int64_t(kt) * S::BLOCK_K / p.group_size + sub;
-      const __half* src = p.sz + (group * strips + strip0) * 8 * 16 + c * 8;
-      cp_async_16_zero_fill(shared_address(szstage + sub * S::SZ_GROUP_BYTES + c * 16), src, 16);
+    if (sz_copies) {
+      const int group = ((kt * S::BLOCK_K) >> group_shift) + sz_sub;
+      const bool inside = group < groups_total;
+      cp_async_16_zero_fill(bstage + S::B_STAGE_BYTES + uint32_t(sz_sub * S::SZ_GROUP_BYTES + sz_chunk * 16),
+                            inside ? sz_src + int64_t(group) * group_halves : p.sz, inside ? 16 : 0);
     }
   };
+  auto stage_base = [&](int stage) { return smem + stage * S::STAGE_BYTES; };
 
   ShuffledAcc<MT> acc;
 #pragma unroll
@@ -168,47 +199,52 @@ __global__ void __launch_bounds__(S::THREADS) shuffled_w4_kernel(W4Args p, int s
     if (s < count) load_slice(s, kt_begin + s);
     cp_async_commit_group();
   }
-  __half2 scale2[8], offset2[8];
+  // This lane's zero points and scales for its 8 column tiles, made again
+  // only when the warp's k step enters a new group.
+  TileDequant deq[4];
+  int group_in_use = -1;
+  int read_stage = 0, write_stage = S::STAGES - 1;  // t % STAGES and (t + STAGES - 1) % STAGES
   for (int t = 0; t < count; ++t) {
     cp_async_wait_group<S::STAGES - 2>();
     __syncthreads();  // slice t landed; every warp done with slice t - 1
     const int refill = t + S::STAGES - 1;
-    if (refill < count) load_slice(refill % S::STAGES, kt_begin + refill);
+    if (refill < count) load_slice(write_stage, kt_begin + refill);
+    write_stage = write_stage + 1 == S::STAGES ? 0 : write_stage + 1;
     cp_async_commit_group();
 
-    const unsigned char* base = stage_base(t % S::STAGES);
+    const int kt = kt_begin + t;
+    const unsigned char* base = stage_base(read_stage);
+    read_stage = read_stage + 1 == S::STAGES ? 0 : read_stage + 1;
     const uint32_t a_stage = shared_address(base);
     const unsigned char* bstage = base + S::A_STAGE_HALVES * 2;
     const unsigned char* szstage = bstage + S::B_STAGE_BYTES;
 #pragma unroll
     for (int jj = 0; jj < S::STEPS_PER_WARP; ++jj) {
       const int j = khalf * S::STEPS_PER_WARP + jj;  // this warp's k step of the slice
-      if (jj == 0 || (two_groups && j == S::STEPS / 2)) {
-        // This group's scales and zero points for the thread's 8 columns.
-        const int sub = two_groups ? j / (S::STEPS / 2) : 0;
+      const int group = (kt * S::BLOCK_K + 16 * j) >> group_shift;
+      if (group != group_in_use) {  // warp-uniform
+        const int sub = group - ((kt * S::BLOCK_K) >> group_shift);  // 0, or 1 in a slice of two groups
+        group_in_use = group;
         const uint4* row =
             reinterpret_cast<const uint4*>(szstage + sub * S::SZ_GROUP_BYTES + (strip * 8 + lane / 4) * 32);
         const uint4 sv = row[0], zv = row[1];
-        const uint32_t su[4] = {sv.x, sv.y, sv.z, sv.w}, zu[4] = {zv.x, zv.y, zv.z, zv.w};
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const __half2 sc = as_half2(su[q]), z = as_half2(zu[q]);
-          scale2[2 * q] = __low2half2(sc);
-          scale2[2 * q + 1] = __high2half2(sc);
-          offset2[2 * q] = magic_offset(__low2half(z));
-          offset2[2 * q + 1] = magic_offset(__high2half(z));
-        }
+        deq[0] = tile_dequant(as_half2(zv.x), as_half2(sv.x));
+        deq[1] = tile_dequant(as_half2(zv.y), as_half2(sv.y));
+        deq[2] = tile_dequant(as_half2(zv.z), as_half2(sv.z));
+        deq[3] = tile_dequant(as_half2(zv.w), as_half2(sv.w));
       }
       const uint4 bw = *reinterpret_cast<const uint4*>(bstage + ((j * S::WARPS_N + strip) * 32 + lane) * 16);
       const uint32_t words[4] = {bw.x, bw.y, bw.z, bw.w};
       uint32_t bf[8][2];
 #pragma unroll
-      for (int w = 0; w < 4; ++w)
-#pragma unroll
-        for (int s = 0; s < 4; ++s) {
-          const int tile = 2 * w + s / 2;
-          bf[tile][s % 2] = as_u32(dequant_pair(words[w], s, offset2[tile], scale2[tile]));
-        }
+      for (int w = 0; w < 4; ++w) {
+        uint32_t pairs[4];
+        dequant_word(words[w], deq[w], pairs);
+        bf[2 * w][0] = pairs[0];
+        bf[2 * w][1] = pairs[1];
+        bf[2 * w + 1][0] = pairs[2];
+        bf[2 * w + 1][1] = pairs[3];
+      }
       uint32_t af[MT][4];
 #pragma unroll
       for (int i = 0; i < MT; ++i) ldmatrix_x4(af[i], a_stage + a_lane + 2 * (i * 16 * S::BLOCK_K + ((2 * j) ^ a_swz) * 8));
@@ -386,7 +422,7 @@ splitk::SplitKPlanned shuffled_plan_for(int m, int n, int k, int requested) {
   q.stages = S::STAGES;
   q.tiles_m = ceil_div(m, S::BLOCK_M);
   q.tiles_n = int(q4::padded_n(n) / S::BLOCK_N);
-  q.k_tiles = int(q4::padded_k(k) / S::BLOCK_K);
+  q.k_tiles = int((q4::padded_k(k) + S::BLOCK_K - 1) / S::BLOCK_K);
   static const int resident = std::max(1, blocks_per_sm(shuffled_kernel_ready<S, R>(), S::THREADS, S::SMEM_BYTES));
   static const int sms = sm_count();
   q.blocks_per_sm = resident;
