@@ -395,9 +395,10 @@ INSTANTIATE_TEST_SUITE_P(Lesson06, SplitK, ::testing::ValuesIn(kSplitKCases),
                                   "_split" + std::to_string(c.split);
                          });
 
-// Lesson 07 over group sizes, M in {1, 3, 16, 17, 64, 128}, tails in N (odd N
-// too: the GPTQ kernels' word loads and the atomics' single halves), K not a
-// multiple of the shuffled layout's 64, the 4-bit values at their extremes,
+// Lesson 07 over group sizes, M in {1, 3, 9, 16, 17, 33, 64, 128}, tails in N
+// (odd N too: the GPTQ kernels' word loads and the atomics' single halves), K
+// not a multiple of the shuffled layout's 64 or of its kernels' 128-deep
+// slices, the 4-bit values at their extremes,
 // and splits forced past the k tiles. Every variant passes; the ones meant to
 // be deterministic give the same bits twice; unpacking then cuBLAS gives
 // cuBLAS's bits exactly (the device unpacks to the host's fp16 weights).
@@ -445,6 +446,8 @@ const W4Case kW4Cases[] = {
     {{1, 4096, 4096}, 128, "random", 0}, {{3, 1000, 4096}, 64, "random", 0}, {{16, 1001, 2048}, 32, "random", 0},
     {{17, 4104, 1024}, 128, "all15", 0}, {{128, 520, 512}, 32, "all0", 3},    {{1, 257, 96}, 32, "random", 5},
     {{64, 4096, 4096}, 128, "random", 0}, {{16, 300, 4096}, 64, "all15", 64},
+    // K pads to an odd number of 64s: the last 128-deep slice of the shuffled kernels is half empty.
+    {{9, 2000, 2080}, 32, "random", 0},   {{33, 300, 160}, 32, "all15", 3},
 };
 INSTANTIATE_TEST_SUITE_P(Lesson07, W4A16, ::testing::ValuesIn(kW4Cases),
                          [](const ::testing::TestParamInfo<W4Case>& info) {
