@@ -1,4 +1,4 @@
-// Lesson 07's dequantization: 4-bit values to fp16, w = (q - z) s, two ways.
+// Lesson 07's dequantization: 4-bit values to fp16, w = (q - z) s, three ways.
 //
 //   convert   the paper's: shift and mask each nibble out, convert the integer
 //             to fp16 (I2F), subtract the zero point, multiply by the scale:
@@ -9,8 +9,10 @@
 //             mask and the OR for a pair (bits 0-3 and 16-19 of a word); one
 //             half2 subtract of (1024 + z) and one half2 multiply by s finish
 //             it. Per pair: a shift, a lop3 and two half2 operations
+//   word      a whole word's four pairs with one shift (dequant_word below):
+//             the high nibbles OR-ed where they lie into 64.0
 //
-// Both round once, in the multiply (q - z is exact), so they give the bits the
+// All round once, in the multiply (q - z is exact), so they give the bits the
 // host's fp32-then-fp16 dequantization gives (schedule/q4.hpp).
 #pragma once
 

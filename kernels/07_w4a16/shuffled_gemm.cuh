@@ -468,6 +468,10 @@ void launch_shuffled_with(const W4Args& a, const splitk::SplitKPlanned& q, cudaS
 // Combine::atomic: C must be zero before the launch.
 template <Combine R>
 void launch_shuffled(const W4Args& a, int requested, cudaStream_t stream) {
+  // The kernel finds a slice's groups by a shift and keeps at most four a slice.
+  if (a.group_size != 32 && a.group_size != 64 && a.group_size != 128)
+    throw CudaError("lesson 07: the shuffled kernel takes group sizes 32, 64 and 128, not " +
+                    std::to_string(a.group_size));
   const splitk::SplitKPlanned q = plan_shuffled<R>(a.m, a.n, a.k, requested);
   if (a.m <= 16)
     launch_shuffled_with<Shuffled16, R>(a, q, stream);

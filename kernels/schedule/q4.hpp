@@ -53,9 +53,10 @@ WB_HD uint32_t set_nibble(uint32_t word, int nibble, uint32_t q) {
 // columns), then k step, then strip, then lane:
 //     word index = (((sb / 4) * steps + ks) * 4 + sb % 4) * 128 + 4 l + j
 // so a warp's 32 lanes read 512 contiguous bytes per step, and a block's k
-// slice of four steps of its four strips is one contiguous run of 8 KiB (and the next four steps follow it). N is
-// padded to `kShuffledColumns` columns and K to `kShuffledDepth`, with q = 0
-// and scale 0 in the padding, so the padding's weights are exactly 0.
+// steps follow one another: four steps of its four strips are one contiguous
+// run of 8 KiB, eight steps 16 KiB. N is padded to `kShuffledColumns` columns
+// and K to `kShuffledDepth`, with q = 0 and scale 0 in the padding, so the
+// padding's weights are exactly 0.
 constexpr int kStripColumns = 64;
 constexpr int kShuffledColumns = 256;  // N padded to this
 constexpr int kShuffledDepth = 64;     // K padded to this
