@@ -116,7 +116,7 @@ stage_sanitize() {
     [ "$l" = lesson06_splitk ] && shapes+=("1 4104 1000" "17 1000 2056")
     # Lesson 07: K a multiple of the group size; odd N, G = 32, splits forced (the semaphores and the
     # last-block counters), M above 32 (two m tiles of the shuffled kernel), K that leaves the last 128-deep slice half empty.
-    [ "$l" = lesson07_w4a16 ] && shapes=("3 136 256" "17 1001 2048 --group-size 32" "1 4104 1024 --split-k 7" "9 2000 2080 --group-size 32"
+    [ "$l" = lesson07_w4a16 ] && shapes=("3 136 256" "17 1001 2048 --group-size 32" "1 4104 1024 --split-k 7" "9 2000 2080 --group-size 32" "8 520 1984 --group-size 64"
                                          "70 520 512 --group-size 64 --split-k 3")
     # Lesson 08 (sizes from --model: the entries are its arguments): tails of every tile height, SwiGLU,
     # split-K's last-block counters (M = 3 at s = 0.9), nothing active.

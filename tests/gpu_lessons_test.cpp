@@ -448,6 +448,8 @@ const W4Case kW4Cases[] = {
     {{64, 4096, 4096}, 128, "random", 0}, {{16, 300, 4096}, 64, "all15", 64},
     // K pads to an odd number of 64s: the last 128-deep slice of the shuffled kernels is half empty.
     {{9, 2000, 2080}, 32, "random", 0},   {{33, 300, 160}, 32, "all15", 3},
+    // The same at G = 64 (K = 31 x 64), and M = 8, the most the swapped kernel (weights as the mma's A) takes.
+    {{8, 2000, 1984}, 64, "random", 0},   {{2, 520, 1984}, 64, "all15", 3},
 };
 INSTANTIATE_TEST_SUITE_P(Lesson07, W4A16, ::testing::ValuesIn(kW4Cases),
                          [](const ::testing::TestParamInfo<W4Case>& info) {

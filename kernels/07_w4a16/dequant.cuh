@@ -48,15 +48,6 @@ __device__ __forceinline__ __half dequant_convert(uint32_t word, int nibble, __h
   return __hmul(__hsub(__int2half_rn(q), zero), scale);
 }
 
-// Nibbles s and s + 4 of `word` as the fp16 pair (1024 + q_s, 1024 + q_{s+4}).
-__device__ __forceinline__ uint32_t magic_pair(uint32_t word, int s) {
-  uint32_t r;
-  const uint32_t x = word >> (4 * s);
-  // lop3 0xEA: (x & 0x000f000f) | 0x64006400
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(x), "r"(0x000F000Fu), "r"(0x64006400u));
-  return r;
-}
-
 __device__ __forceinline__ __half2 as_half2(uint32_t u) {
   __half2 h;
   static_assert(sizeof(h) == sizeof(u), "");
@@ -67,6 +58,20 @@ __device__ __forceinline__ uint32_t as_u32(__half2 h) {
   uint32_t u;
   memcpy(&u, &h, sizeof u);
   return u;
+}
+
+// The bits of x under kMask OR-ed into the fp16 pair kMagic, in one lop3
+// (0xEA: (x & mask) | magic).
+template <uint32_t kMask, uint32_t kMagic>
+__device__ __forceinline__ __half2 magic_half2(uint32_t x) {
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(x), "n"(kMask), "n"(kMagic));
+  return as_half2(r);
+}
+
+// Nibbles s and s + 4 of `word` as the fp16 pair (1024 + q_s, 1024 + q_{s+4}).
+__device__ __forceinline__ uint32_t magic_pair(uint32_t word, int s) {
+  return as_u32(magic_half2<0x000F000Fu, 0x64006400u>(word >> (4 * s)));
 }
 
 // (q_s - z, q_{s+4} - z) s as an fp16 pair; `offset` is (1024 + z) in both halves.
@@ -100,13 +105,6 @@ __device__ __forceinline__ TileDequant tile_dequant(__half2 zeros, __half2 scale
   return TileDequant{__hadd2(zeros, as_half2(0x64006400u)), __hadd2(zeros, as_half2(0x54005400u)), scales};
 }
 
-template <uint32_t kMask, uint32_t kMagic>
-__device__ __forceinline__ __half2 magic_half2(uint32_t x) {
-  uint32_t r;
-  // lop3 0xEA: (x & mask) | magic
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(r) : "r"(x), "n"(kMask), "n"(kMagic));
-  return as_half2(r);
-}
 
 __device__ __forceinline__ void dequant_word(uint32_t word, const TileDequant& d, uint32_t (&pairs)[4]) {
   const uint32_t shifted = word >> 8;

@@ -16,7 +16,12 @@
 // A block is 8 warps: 4 side by side, each a 64-column strip (256 columns),
 // and two on each strip, each taking half of a slice's eight k steps (their
 // sums are added in shared memory at the end), for BLOCK_M = 16 rows (32
-// above M = 16: two m16 tiles share each dequantized B fragment). The block's
+// above M = 16: two m16 tiles share each dequantized B fragment). Up to M = 8
+// the roles swap (Shuffled8): an m16n8k16 with the tokens as its 16 rows
+// multiplies 15 rows of zeros at M = 1, so the weights become the 16-row A
+// operand instead (two column tiles' B fragments are, register for register,
+// one A fragment of Wᵀ) and the activations the 8-column B; a k step is then
+// 4 mma, not 8, for the same 64 columns. The block's
 // fp32 partial tile then sits in shared memory, and the splits' partials are
 // added row by row, one of three ways (split-K as in lesson 06):
 //   Combine::atomic      fp16x2 atomics into C (zeroed first), as in step 2
@@ -37,9 +42,12 @@ namespace wb::w4a16 {
 
 enum class Combine { atomic, serial, last_block };
 
-template <int MT, int STAGES_, int MIN_BLOCKS_, int SLICE_STEPS>
+template <int MT, int STAGES_, int MIN_BLOCKS_, int SLICE_STEPS, bool SWAP_ = false>
 struct ShuffledShape {
   static constexpr int MIN_BLOCKS = MIN_BLOCKS_;
+  // Swapped roles (M <= 8): the weights are the mma's 16-row A operand and
+  // the activations its 8-column B, so one mma covers 16 columns, not 8.
+  static constexpr bool SWAP = SWAP_;
   static constexpr int MMAS_M = MT;  // m16 tiles per block
   static constexpr int BLOCK_M = 16 * MT;
   static constexpr int BLOCK_N = q4::kShuffledColumns;  // 4 strips of 64 columns
@@ -75,6 +83,7 @@ struct ShuffledShape {
 // blocks of 256 threads per SM (so at most 128 registers a thread).
 using Shuffled16 = ShuffledShape<1, 3, 2, 8>;
 using Shuffled32 = ShuffledShape<2, 3, 2, 8>;
+using Shuffled8 = ShuffledShape<1, 3, 2, 8, true>;
 
 template <int MT>
 struct ShuffledAcc {
@@ -86,6 +95,19 @@ struct ShuffledAcc {
 template <class S>
 __device__ __forceinline__ void accumulate_into_tile(float* tile, const ShuffledAcc<S::MMAS_M>& acc, int strip,
                                                      int lane, bool add) {
+  if constexpr (S::SWAP) {
+    // acc.v[0][w]: a 16 x 8 tile of C transposed, columns 16 w .. 16 w + 15 of
+    // the strip by tokens 0-7: lane holds columns g and g + 8, tokens 2 t and 2 t + 1.
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int w = 0; w < 4; ++w)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float* dst = tile + (2 * t + (e & 1)) * S::TILE_LD + strip * q4::kStripColumns + 16 * w + g + 8 * (e >> 1);
+        *dst = add ? *dst + acc.v[0][w][e] : acc.v[0][w][e];
+      }
+    return;
+  }
   const int row0 = lane / 4, col0 = strip * q4::kStripColumns + (lane % 4) * 2;
 #pragma unroll
   for (int i = 0; i < S::MMAS_M; ++i)
@@ -248,10 +270,22 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS) shuffled_w4_kernel(
       uint32_t af[MT][4];
 #pragma unroll
       for (int i = 0; i < MT; ++i) ldmatrix_x4(af[i], a_stage + a_lane + 2 * (i * 16 * S::BLOCK_K + ((2 * j) ^ a_swz) * 8));
+      if constexpr (S::SWAP) {
+        // Tiles 2 w and 2 w + 1's B fragments are, register for register, the
+        // A fragment of their 16 columns as rows (Wᵀ); rows 0-7 of A's
+        // fragment (registers 0 and 2) are the B fragment of Aᵀ's 8 tokens.
+        const uint32_t xb[2] = {af[0][0], af[0][2]};
 #pragma unroll
-      for (int i = 0; i < MT; ++i)
+        for (int w = 0; w < 4; ++w) {
+          const uint32_t wa[4] = {bf[2 * w][0], bf[2 * w + 1][0], bf[2 * w][1], bf[2 * w + 1][1]};
+          mma_m16n8k16_f32(acc.v[0][w], wa, xb);
+        }
+      } else {
 #pragma unroll
-        for (int tile = 0; tile < 8; ++tile) mma_m16n8k16_f32(acc.v[i][tile], af[i], bf[tile]);
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+          for (int tile = 0; tile < 8; ++tile) mma_m16n8k16_f32(acc.v[i][tile], af[i], bf[tile]);
+      }
     }
   }
   cp_async_wait_group<0>();
@@ -437,6 +471,7 @@ splitk::SplitKPlanned shuffled_plan_for(int m, int n, int k, int requested) {
 
 template <Combine R>
 splitk::SplitKPlanned plan_shuffled(int m, int n, int k, int requested) {
+  if (m <= 8) return shuffled_plan_for<Shuffled8, R>(m, n, k, requested);
   return m <= 16 ? shuffled_plan_for<Shuffled16, R>(m, n, k, requested)
                  : shuffled_plan_for<Shuffled32, R>(m, n, k, requested);
 }
@@ -473,7 +508,9 @@ void launch_shuffled(const W4Args& a, int requested, cudaStream_t stream) {
     throw CudaError("lesson 07: the shuffled kernel takes group sizes 32, 64 and 128, not " +
                     std::to_string(a.group_size));
   const splitk::SplitKPlanned q = plan_shuffled<R>(a.m, a.n, a.k, requested);
-  if (a.m <= 16)
+  if (a.m <= 8)
+    launch_shuffled_with<Shuffled8, R>(a, q, stream);
+  else if (a.m <= 16)
     launch_shuffled_with<Shuffled16, R>(a, q, stream);
   else
     launch_shuffled_with<Shuffled32, R>(a, q, stream);
