@@ -29,7 +29,9 @@
 //                           lane's 16 bytes per k step are exactly its tensor-core
 //                           fragments' values, so they go from shared memory straight
 //                           to registers, dequantized there: no fp16 tile, no
-//                           ldmatrix.trans, one barrier per slice
+//                           ldmatrix.trans, one barrier per slice; up to M = 8 the
+//                           weights are the mma's 16 rows and the tokens its 8
+//                           columns, so no mma multiplies 15 rows of zeros
 //   step 5  serial          step 4 with lesson 06's semaphore instead of atomics
 //           in_order        step 4, the last split of a tile adding the others'
 //                           slices in order (lesson 06's streaming kernel): both give
