@@ -469,11 +469,17 @@ splitk::SplitKPlanned shuffled_plan_for(int m, int n, int k, int requested) {
   return q;
 }
 
+// The shape that takes M rows, the one place the plan and the launch choose it.
+template <class F>
+decltype(auto) with_shuffled_shape(int m, F&& f) {
+  if (m <= 8) return f(Shuffled8{});
+  if (m <= 16) return f(Shuffled16{});
+  return f(Shuffled32{});
+}
+
 template <Combine R>
 splitk::SplitKPlanned plan_shuffled(int m, int n, int k, int requested) {
-  if (m <= 8) return shuffled_plan_for<Shuffled8, R>(m, n, k, requested);
-  return m <= 16 ? shuffled_plan_for<Shuffled16, R>(m, n, k, requested)
-                 : shuffled_plan_for<Shuffled32, R>(m, n, k, requested);
+  return with_shuffled_shape(m, [&](auto shape) { return shuffled_plan_for<decltype(shape), R>(m, n, k, requested); });
 }
 
 // Workspace: serial, the fp32 running sum (M x N) and a flag per tile;
@@ -508,12 +514,7 @@ void launch_shuffled(const W4Args& a, int requested, cudaStream_t stream) {
     throw CudaError("lesson 07: the shuffled kernel takes group sizes 32, 64 and 128, not " +
                     std::to_string(a.group_size));
   const splitk::SplitKPlanned q = plan_shuffled<R>(a.m, a.n, a.k, requested);
-  if (a.m <= 8)
-    launch_shuffled_with<Shuffled8, R>(a, q, stream);
-  else if (a.m <= 16)
-    launch_shuffled_with<Shuffled16, R>(a, q, stream);
-  else
-    launch_shuffled_with<Shuffled32, R>(a, q, stream);
+  with_shuffled_shape(a.m, [&](auto shape) { launch_shuffled_with<decltype(shape), R>(a, q, stream); });
 }
 
 }  // namespace wb::w4a16
