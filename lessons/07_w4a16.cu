@@ -351,6 +351,7 @@ int main(int argc, char** argv) {
   lesson.problem = w4a16_problem();
   lesson.variants = variants();
   lesson.copy_bytes = int4_bytes;
+  lesson.read_floor = true;
   lesson.repeat_check = true;
   lesson.default_m = 1;
   lesson.conclusion = conclusion;

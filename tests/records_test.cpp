@@ -70,6 +70,7 @@ Results sample_results() {
   r.variants.push_back(v);
   r.reference = "cublas_sequence";
   r.copy_gbps = 2950.5;
+  r.read_floor_ms = 0.0117;
   VariantResult s;
   s.name = "tma_wgmma";
   s.what = "Hopper only";
@@ -121,6 +122,7 @@ TEST(Records, ResultsRoundTrip) {
   EXPECT_EQ(back.variants[1].skip_reason, "needs a Hopper GPU");
   EXPECT_EQ(back.reference, "cublas_sequence");
   EXPECT_DOUBLE_EQ(back.copy_gbps, 2950.5);
+  EXPECT_DOUBLE_EQ(back.read_floor_ms, 0.0117);
   ASSERT_EQ(back.variants[0].outputs.size(), 2u);
   EXPECT_EQ(back.variants[0].outputs[1].name, "S");
   EXPECT_EQ(back.variants[0].outputs[1].mismatches, 3);
@@ -195,9 +197,11 @@ TEST(Records, OlderResultsStillRead) {
   };
   erase_line("reference\": \"cublas_sequence");
   erase_line("copy_gbps");
+  erase_line("read_floor_ms");
   const Results back = results_from_json(text);
   EXPECT_EQ(back.reference, "cublas");
   EXPECT_EQ(back.copy_gbps, 0);
+  EXPECT_EQ(back.read_floor_ms, 0);
   EXPECT_TRUE(back.variants[0].outputs.empty());
 }
 
@@ -323,6 +327,8 @@ TEST(Records, MalformedResultsAreRejected) {
   expect_rejected(mutate([](json& j) { j["variants"][0]["median_ms"] = -1.0; }), "times", false);
   expect_rejected(mutate([](json& j) { j["variants"][0]["passed"] = "yes"; }), "passed", false);
   expect_rejected(mutate([](json& j) { j["variants"][1].erase("skip_reason"); }), "skip_reason", false);
+  expect_rejected(mutate([](json& j) { j["read_floor_ms"] = -0.5; }), "read_floor_ms", false);
+  expect_rejected(mutate([](json& j) { j["read_floor_ms"] = "fast"; }), "read_floor_ms", false);
 }
 
 TEST(Records, MalformedTracesAreRejected) {

@@ -111,6 +111,7 @@ struct Results {
   TimingSetup timing;
   std::string reference = "cublas";  // the name of the row every variant is timed against
   double copy_gbps = 0;              // a device-to-device copy in the same run (read + write), 0: not measured
+  double read_floor_ms = 0;          // a kernel that only reads the copy's bytes, timed like the variants; 0: not measured
   std::vector<VariantResult> variants;
 };
 

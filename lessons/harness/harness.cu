@@ -72,6 +72,31 @@ __global__ void read_flush_kernel(const uint4* __restrict__ buf, size_t words, u
   if (acc == 0x9E3779B9u) *sink = acc;  // keeps the loads
 }
 
+// The floor of a memory-bound lesson: a kernel that only reads `words` 16-byte
+// words, each once, with nothing else to do: four blocks of 512 threads per
+// SM, four evict-first loads in flight per thread. No kernel that must read
+// those bytes can finish sooner, timed the same way (after the same flush,
+// launch included): it says how far above the memory's limit a variant is, and
+// how much faster than the reference any variant could be.
+__global__ void __launch_bounds__(512) read_floor_kernel(const uint4* __restrict__ buf, size_t words, unsigned* sink) {
+  constexpr int kInFlight = 4;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  unsigned acc = 0;
+  for (; i + (kInFlight - 1) * stride < words; i += kInFlight * stride) {
+    uint4 v[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) v[u] = __ldcs(buf + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  for (; i < words; i += stride) {
+    const uint4 v = __ldcs(buf + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9E3779B9u) *sink = acc;  // keeps the loads
+}
+
 // Fills input `index` (tensor id index + 1: A, B of lessons 01-04 are 1, 2).
 void fill_uniform(const TensorSpec& spec, void* data, uint64_t seed, size_t index, cudaStream_t s) {
   const uint64_t tensor = index + 1;
@@ -206,6 +231,7 @@ class LessonRun {
   std::string ncu_;  // Nsight Compute's ncu, for --ncu
   RunHeader header_;
   double copy_gbps_ = 0;
+  double read_floor_ms_ = 0;
   Stream stream_;
   std::unique_ptr<CublasHandle> cublas_;
   std::vector<TensorSpec> input_specs_, output_specs_;
@@ -281,6 +307,25 @@ void LessonRun::measure_copy_bandwidth() {
     if (r > 0) ms.push_back(t);
   }
   copy_gbps_ = 2.0 * double(bytes) / (median_of(ms) * 1e-3) / 1e9;
+
+  // The same bytes only read (the floor), rounded down to whole 16-byte words.
+  ms.clear();
+  const size_t words = bytes / 16;
+  for (int r = 0; r < 10 && words > 0 && lesson_.read_floor; ++r) {
+    Event start, end;
+    flush_l2();
+    CUDA_CHECK(cudaEventRecord(start.e, stream_.s));
+    read_floor_kernel<<<header_.gpu.sm_count * 4, 512, 0, stream_.s>>>(
+        static_cast<const uint4*>(static_cast<const void*>(from.get())), words,
+        static_cast<unsigned*>(static_cast<void*>(to.get())));
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaEventRecord(end.e, stream_.s));
+    CUDA_CHECK(cudaEventSynchronize(end.e));
+    float t = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&t, start.e, end.e));
+    if (r > 0) ms.push_back(t);
+  }
+  if (!ms.empty()) read_floor_ms_ = median_of(ms);
 }
 
 void LessonRun::allocate() {
@@ -607,6 +652,7 @@ int LessonRun::run() {
   res.timing.l2_flush_bytes = int64_t(flush_.bytes());
   res.reference = problem_.reference.name;
   res.copy_gbps = copy_gbps_;
+  res.read_floor_ms = read_floor_ms_;
   res.variants = results;
   if (reference_row.samples > 0) res.variants.push_back(reference_row);
 
@@ -634,6 +680,9 @@ int LessonRun::run() {
   if (copy_gbps_ > 0)
     std::printf("\nmemory: a device-to-device copy of %.0f MB in this run moved %.0f GB/s (read + write)\n",
                 lesson_.copy_bytes(size_) / 1e6, copy_gbps_);
+  if (const std::string floor = read_floor_line(res, lesson_.copy_bytes ? lesson_.copy_bytes(size_) : 0);
+      !floor.empty())
+    std::printf("%s", floor.c_str());
   if (lesson_.conclusion) {
     const std::string conclusion = lesson_.conclusion(RunSummary{size_, res, configs});
     if (!conclusion.empty()) std::printf("\n%s", conclusion.c_str());

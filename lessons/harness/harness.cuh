@@ -143,6 +143,9 @@ struct Lesson {
   // Bytes of a device-to-device copy to time in the same run (its GB/s goes
   // into the report and results); empty: none.
   std::function<double(const ProblemSize&)> copy_bytes;
+  // Also time a kernel that only reads copy_bytes once (results' read_floor_ms):
+  // the floor of a lesson whose time is those bytes over the bandwidth.
+  bool read_floor = false;
   // Run every variant a second time after its check and count the output
   // elements that differ bitwise between the two runs (results' bitwise_diffs):
   // for lessons where some variants add in an order that varies (atomics).

@@ -425,6 +425,32 @@ std::string split_clamp_note(int wanted, int used, int k_tiles) {
          std::to_string(k_tiles) + " k tiles: at most one per split)";
 }
 
+std::string read_floor_line(const Results& r, double bytes) {
+  if (!(r.read_floor_ms > 0) || !(bytes > 0)) return "";
+  const VariantResult* ref = nullptr;
+  const VariantResult* best = nullptr;
+  for (const VariantResult& v : r.variants) {
+    if (v.skipped || !(v.median_ms > 0)) continue;
+    if (v.reference)
+      ref = &v;
+    else if (v.passed && (!best || v.median_ms < best->median_ms))
+      best = &v;
+  }
+  char buf[512];
+  int n = std::snprintf(buf, sizeof buf,
+                        "floor: a kernel that only reads those %.1f MB once takes %.4f ms here, launch included "
+                        "(timed like the variants): no variant can be faster",
+                        bytes / 1e6, r.read_floor_ms);
+  if (ref && n > 0 && n < int(sizeof buf))
+    n += std::snprintf(buf + n, sizeof buf - size_t(n), "; %s takes %.2fx that, so %.2fx %s is the most any variant can reach",
+                       ref->name.c_str(), ref->median_ms / r.read_floor_ms, ref->median_ms / r.read_floor_ms,
+                       ref->name.c_str());
+  if (best && n > 0 && n < int(sizeof buf))
+    n += std::snprintf(buf + n, sizeof buf - size_t(n), "; the fastest here, %s, takes %.2fx the floor",
+                       best->name.c_str(), best->median_ms / r.read_floor_ms);
+  return std::string(buf) + "\n";
+}
+
 std::string copy_bandwidth_lines(const Results& r) {
   if (!(r.copy_gbps > 0)) return "";
   std::string out = "bandwidth: each variant's GB/s against the copy's " + std::to_string(int(r.copy_gbps + 0.5)) +

@@ -79,6 +79,12 @@ std::string split_clamp_note(int wanted, int used, int k_tiles);
 // fastest variant's ratio to the reference; "" when no copy was timed.
 std::string copy_bandwidth_lines(const Results& r);
 
+// The floor of a memory-bound run: what a kernel that only reads `bytes` took
+// (results' read_floor_ms), how far above it the reference and the fastest
+// variant are, and so the most any variant could gain on the reference. ""
+// when the floor was not measured.
+std::string read_floor_line(const Results& r, double bytes);
+
 // Lesson 03's question, answered for one run: does the tile order matter at
 // this shape on this GPU? Each order's DRAM bytes (the L2 model), moved while
 // the math runs at the fastest order's measured rate, against what a
