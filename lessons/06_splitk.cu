@@ -30,21 +30,31 @@
 //   step 6  streaming       for M <= 8, no tensor cores: each warp streams 512-byte rows of
 //                           B with 16-byte evict-first loads; the last block of a column
 //                           adds the partials in order
+//   step 7  cluster         for M <= 16 on Hopper: one thread keeps a ring of 16 KiB TMA boxes
+//                           of B in flight (over 170 KiB per SM from the start), the mma's roles
+//                           swapped (the weights its 16 rows, the tokens its 8 columns), and
+//                           a strip's splits, launched as one cluster, send their sums into
+//                           the owning block's shared memory (st.async): one launch, no
+//                           workspace, deterministic
 //
 // Why faster: split-K puts every SM to work on the weights, so the memory
 // system has enough loads in flight to run at its rate. How the partials are
 // added decides what is paid for that: atomics cost a memset and contended
 // adds, the workspace a second pass over S x M x N floats, the semaphore a
-// wait in line, Stream-K nothing of those but a fix-up between neighbours.
+// wait in line, Stream-K nothing of those but a fix-up between neighbours,
+// the cluster a hand-over between the shared memories of neighbouring SMs.
 // What to look for: under the report, each variant's % of the copy bandwidth
-// measured in the same run, and "model predictions" with the split, the
-// waves and how full the last one is. The atomic variant's outputs may differ
-// between two runs ("run twice" line); the others never do.
+// measured in the same run; the floor, a kernel that only reads the weights,
+// timed the same way: the most any variant can gain on cuBLAS; and "model
+// predictions" with the split, the waves and how full the last one is. The
+// atomic variant's outputs may differ between two runs ("run twice" line);
+// the others never do.
 //
 // Preconditions: any M, N, K >= 1 (N and K not multiples of 8 take 2-byte
-// loads in the tiled kernels; the streaming kernel needs them). --split-k S
-// forces S (clamped to one k tile per split, the note says so); 0 lets the
-// wave model choose. The tiled kernels need sm_80, data_parallel sm_90a.
+// loads in the tiled kernels; the streaming and cluster kernels need them).
+// --split-k S forces S (clamped to one k tile per split, and to 8 for the
+// cluster kernel; the note says so); 0 lets the wave model choose. The tiled
+// kernels need sm_80, data_parallel and cluster sm_90.
 //
 // Run:  build/bin/lesson06_splitk                                    (M = 1, N = K = 4096)
 //       build/bin/lesson06_splitk --m 16 --n 16384 --k 16384
@@ -55,6 +65,7 @@
 #include <cstdio>
 
 #include "04_hopper/hopper_gemm.cuh"
+#include "06_splitk/cluster_gemv.cuh"
 #include "06_splitk/splitk_gemm.cuh"
 #include "06_splitk/streaming_gemv.cuh"
 #include "harness/catalog.hpp"
@@ -156,6 +167,19 @@ Variant streaming() {
   return v;
 }
 
+Variant cluster() {
+  Variant v;
+  v.name = "cluster";
+  v.what = "M <= 16: a TMA ring of B per SM, the mma's roles swapped, a strip's splits added in its cluster's shared memory";
+  v.min_cc = 90;
+  v.skip = [](const ProblemSize& s) { return splitk::cluster_skip_reason(gemm_shape(s)); };
+  v.config = [](const ProblemSize& s) { return splitk::cluster_config(gemm_shape(s), requested_split(s)); };
+  v.launch = [](const Buffers& b, cudaStream_t st) { splitk::launch_cluster(gemm_args(b), requested_split(b.size), st); };
+  v.note = [](const ProblemSize& s) { return splitk::cluster_split_note(gemm_shape(s), requested_split(s)); };
+  v.model = [](const ProblemSize&, const KernelConfig& c, const GpuInfo& gpu) { return split_wave_line(c, gpu, 1); };
+  return v;
+}
+
 std::vector<Variant> variants() {
   return {
       data_parallel(),
@@ -165,6 +189,7 @@ std::vector<Variant> variants() {
       tiled<Reduce::serial>("serial", "split-K in one launch: a tile's blocks add in turn behind a semaphore"),
       tiled<Reduce::stream_k>("streamk", "every resident block an equal run of the tiles' k iterations (Stream-K)"),
       streaming(),
+      cluster(),
   };
 }
 
@@ -183,6 +208,7 @@ int main(int argc, char** argv) {
                                      65536}};
   lesson.variants = variants();
   lesson.copy_bytes = [](const ProblemSize& s) { return double(s.k) * double(s.n) * 2.0; };  // the weights
+  lesson.read_floor = true;
   lesson.repeat_check = true;
   lesson.default_m = 1;
   lesson.conclusion = [](const RunSummary& run) { return copy_bandwidth_lines(run.results); };

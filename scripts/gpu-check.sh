@@ -109,11 +109,12 @@ stage_sanitize() {
     local tools=(memcheck racecheck)
     [ "$l" = lesson06_splitk ] || [ "$l" = lesson07_w4a16 ] || [ "$l" = lesson08_sparse_ffn ] && tools+=(synccheck)
     # Small shapes with tails; lesson 04 also at 144 tiles, where Stream-K splits 12 of them 4 ways;
-    # lesson 06 at skinny shapes, split 4 to 16 (semaphores, Stream-K owners waiting).
+    # lesson 06 at skinny shapes, split 4 to 16 (semaphores, Stream-K owners waiting), and the cluster kernel
+    # at M = 16 and split 3 (sums sent into other blocks' shared memory).
     local shapes=("130 136 72")
     [ "$l" = lesson04_hopper ] && shapes+=("1100 4000 200")
     [ "$l" = lesson05_backward ] && shapes+=("130 136 72 --part train --act gelu" "130 136 72 --part train")
-    [ "$l" = lesson06_splitk ] && shapes+=("1 4104 1000" "17 1000 2056")
+    [ "$l" = lesson06_splitk ] && shapes+=("1 4104 1000" "17 1000 2056" "16 1000 2056" "9 520 1000 --split-k 3")
     # Lesson 07: K a multiple of the group size; odd N, G = 32, splits forced (the semaphores and the
     # last-block counters), M above 32 (two m tiles of the shuffled kernel), K that leaves the last 128-deep slice half empty.
     [ "$l" = lesson07_w4a16 ] && shapes=("3 136 256" "17 1001 2048 --group-size 32" "1 4104 1024 --split-k 7" "9 2000 2080 --group-size 32" "8 520 1984 --group-size 64"
@@ -195,7 +196,7 @@ stage_lessons() {
   # Lesson 06 at M = 1, N = K = 4096: the idle SMs of the data-parallel grid, and the k ranges of
   # each way of splitting.
   if have lesson06_splitk; then
-    for v in data_parallel small_tiles atomic serial streamk streaming; do
+    for v in data_parallel small_tiles atomic serial streamk streaming cluster; do
       "$bin/lesson06_splitk" --variant $v --reps 9 --rounds 3 --m 1 --n 4096 --k 4096 \
           --trace "$work/traces/lesson06_splitk.$v.json.gz" || rc=1
     done

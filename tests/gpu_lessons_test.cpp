@@ -362,8 +362,13 @@ TEST_P(SplitK, EveryVariantMatchesAndOnlyAtomicsDiffer) {
   for (const VariantResult& v : res.variants) {
     if (v.reference) continue;
     if (v.skipped) {
-      EXPECT_EQ(v.name, "streaming") << v.skip_reason;
-      EXPECT_TRUE(c.s.m > 8 || c.s.n % 8 != 0 || c.s.k % 8 != 0) << "streaming skipped: " << v.skip_reason;
+      const bool not_multiple_of_8 = c.s.n % 8 != 0 || c.s.k % 8 != 0;
+      if (v.name == "streaming")
+        EXPECT_TRUE(c.s.m > 8 || not_multiple_of_8) << "streaming skipped: " << v.skip_reason;
+      else if (v.name == "cluster")
+        EXPECT_TRUE(c.s.m > 16 || not_multiple_of_8) << "cluster skipped: " << v.skip_reason;
+      else
+        ADD_FAILURE() << v.name << " skipped: " << v.skip_reason;
       continue;
     }
     ++ran;
@@ -376,6 +381,8 @@ TEST_P(SplitK, EveryVariantMatchesAndOnlyAtomicsDiffer) {
       const int k_tiles = ceil_div(c.s.k, 64);
       EXPECT_EQ(v.split_k, std::min(c.split, k_tiles)) << v.name << ": the split asked for, clamped to the k tiles";
     }
+    if (c.split > 0 && v.name == "cluster")  // at most 8 blocks a cluster, one 128-deep stage a split
+      EXPECT_EQ(v.split_k, std::min({c.split, 8, ceil_div(c.s.k, 128)})) << v.name;
   }
   EXPECT_GE(ran, 6) << r.out;
   if (c.split > ceil_div(c.s.k, 64)) EXPECT_NE(r.out.find("clamped"), std::string::npos) << r.out;
@@ -385,7 +392,8 @@ TEST_P(SplitK, EveryVariantMatchesAndOnlyAtomicsDiffer) {
 const SplitKCase kSplitKCases[] = {
     {{1, 4104, 4100}, 0},  {{3, 1000, 4104}, 0}, {{16, 4096, 4096}, 0}, {{17, 1000, 2056}, 0},
     {{64, 4104, 1000}, 0}, {{1, 257, 129}, 0},   {{16, 130, 4097}, 0},  {{3, 512, 100}, 8},
-    {{16, 4096, 4096}, 5}, {{64, 512, 3000}, 47},
+    {{16, 4096, 4096}, 5}, {{64, 512, 3000}, 47}, {{9, 520, 1000}, 3}, {{5, 1000, 3000}, 7},
+    {{2, 136, 264}, 12},
 };
 
 INSTANTIATE_TEST_SUITE_P(Lesson06, SplitK, ::testing::ValuesIn(kSplitKCases),

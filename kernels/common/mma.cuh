@@ -51,6 +51,20 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&regs)[4], uint32_t smem_r
 #endif
 }
 
+// Two 8x8 matrices (lanes 0-15 give the row addresses): the 16 x 8 "col"
+// operand of one mma from a tile stored with its 8 columns as rows.
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&regs)[2], uint32_t smem_row_address) {
+#if WB_HAS_MMA_SYNC_SM80
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(regs[0]), "=r"(regs[1])
+               : "r"(smem_row_address));
+#else
+  (void)smem_row_address;
+  regs[0] = regs[1] = 0;
+  __trap();
+#endif
+}
+
 // The same, transposed on the way: lane l receives column l/4, rows 2*(l%4) and
 // 2*(l%4)+1 of each stored matrix. Loading a row-major K x N tile of B with
 // .trans yields the "col" operand mma.sync needs, with no transpose in memory.

@@ -55,8 +55,12 @@ inline PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 // A tensor map for a row-major fp16 matrix of `rows` x `cols` (leading dimension
 // `cols`), copied in boxes of `box_rows` x `box_cols` into shared memory with the
 // 128-byte swizzle. `box_cols` * 2 bytes must be 128 (one swizzle row), so one
-// box row fills exactly one 128-byte shared-memory line.
-inline CUtensorMap make_tensor_map_2d(const __half* base, int rows, int cols, int box_rows, int box_cols) {
+// box row fills exactly one 128-byte shared-memory line. `promotion` widens
+// each L2 request: 256 bytes suits the square GEMMs, whose neighbouring boxes
+// want the other half soon; a kernel that reads every byte once, in boxes one
+// 128-byte row wide, is faster without it.
+inline CUtensorMap make_tensor_map_2d(const __half* base, int rows, int cols, int box_rows, int box_cols,
+                                      CUtensorMapL2promotion promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
   if (box_cols * int(sizeof(__half)) != 128) throw CudaError("TMA box rows must be 128 bytes for the 128B swizzle");
   if (box_rows < 1 || box_rows > 256) throw CudaError("TMA box height must be 1..256 rows");
   if (!tma_row_stride_ok(cols)) throw CudaError("TMA needs row strides that are multiples of 16 bytes");
@@ -71,7 +75,7 @@ inline CUtensorMap make_tensor_map_2d(const __half* base, int rows, int cols, in
   const CUresult r = tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<__half*>(base),
                                           global_dim, global_stride_bytes, box_dim, element_stride,
                                           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                          promotion,
                                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);  // out of bounds: zeros
   if (r != CUDA_SUCCESS) {
     throw CudaError("cuTensorMapEncodeTiled failed with CUresult " + std::to_string(int(r)) + " for a " +
