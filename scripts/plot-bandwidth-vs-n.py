@@ -3,8 +3,11 @@
 % of a device-to-device copy's bandwidth (measured in the same run) that each
 variant and cuBLAS reach at N = K = 4096, 8192 and 16384, one panel for M = 1
 and one for M = 16, from assets/results/<gpu>/lesson06_splitk-<M>x<N>x<K>.json
-(the GPU check's stage splitk). Standard library only. Also prints the table
-the lesson's page shows (every target shape, each variant against cuBLAS).
+(the GPU check's stage splitk), with the floor where the run measured it (a
+kernel that only reads the weights, dashed). Standard library only. Also prints
+the table the lesson's page shows (every target shape, each variant against
+cuBLAS, and the floor: its time and cuBLAS's time over it, the most any
+variant could reach).
 
     scripts/plot-bandwidth-vs-n.py nvidia-h100-80gb-hbm3 out.svg
 """
@@ -28,6 +31,14 @@ def load(gpu, m, n, k):
 
 def pct_copy(r, v):
     return 100.0 * v["gbps"] / r["copy_gbps"] if r.get("copy_gbps") else 0.0
+
+
+def floor_pct_copy(r):
+    """The read floor's bandwidth (the weights' bytes over its time) as a % of the copy's."""
+    if not r.get("read_floor_ms") or not r.get("copy_gbps"):
+        return None
+    weights = r["shape"]["n"] * r["shape"]["k"] * 2.0
+    return 100.0 * weights / (r["read_floor_ms"] * 1e-3) / 1e9 / r["copy_gbps"]
 
 
 def ran(r):
@@ -54,6 +65,10 @@ def panel(x0, y0, w, h, title, runs, order):
         colour = "#000" if name == "cublas" else COLOURS[i % len(COLOURS)]
         width = 3 if name == "cublas" else 2
         svg.append(f'<polyline points="{" ".join(pts)}" fill="none" stroke="{colour}" stroke-width="{width}"/>')
+    floor = [(n, floor_pct_copy(runs[n])) for n in SQUARES if n in runs and floor_pct_copy(runs[n])]
+    if floor:
+        pts = " ".join(f"{xs[n]},{sy(p)}" for n, p in floor)
+        svg.append(f'<polyline points="{pts}" fill="none" stroke="#888" stroke-width="2" stroke-dasharray="6,4"/>')
     return svg
 
 
@@ -75,12 +90,15 @@ def table(gpu):
                 v = by.get(name)
                 text = "-" if v is None else f"{v['vs_cublas']:.2f}"
                 cells.append(f"**{text}**" if v is best else text)
+            fl = r.get("read_floor_ms")
+            floor = f"{fl * 1e3:.1f} | {ref['median_ms'] / fl:.2f}" if fl else "- | -"
             rows.append(f"| {m} | {n} | {k} | {ref['median_ms'] * 1e3:.1f} | {pct_copy(r, ref):.0f} | "
-                        + " | ".join(cells) + f" | {pct_copy(r, best):.0f} |")
+                        + " | ".join(cells) + f" | {pct_copy(r, best):.0f} | {floor} |")
     if order is None:
         return ""
-    head = "| M | N | K | cuBLAS µs | cuBLAS % copy | " + " | ".join(order) + " | best % copy |"
-    rule = "|" + "---|" * (6 + len(order))
+    head = ("| M | N | K | cuBLAS µs | cuBLAS % copy | " + " | ".join(order)
+            + " | best % copy | floor µs | cuBLAS / floor |")
+    rule = "|" + "---|" * (8 + len(order))
     return "\n".join([head, rule] + rows)
 
 
@@ -94,17 +112,20 @@ def main():
     first = next(r for by_n in runs.values() for r in by_n.values())
     order = [v["name"] for v in first["variants"] if not v["reference"]]
     w, h = 420, 280
-    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * w}" height="{h + 40}" '
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * w}" height="{h + 58}" '
            'font-family="DejaVu Sans, sans-serif" font-size="12">',
-           f'<rect width="{2 * w}" height="{h + 40}" fill="#fff"/>']
+           f'<rect width="{2 * w}" height="{h + 58}" fill="#fff"/>']
     for i, m in enumerate((1, 16)):
         svg += panel(i * w, 0, w, h, f"M = {m}: % of the copy's bandwidth against N = K", runs[m], order)
-    x = 10
-    for i, name in enumerate(order + ["cublas"]):
-        colour = "#000" if name == "cublas" else COLOURS[i % len(COLOURS)]
-        svg.append(f'<line x1="{x}" y1="{h + 20}" x2="{x + 18}" y2="{h + 20}" stroke="{colour}" stroke-width="3"/>')
-        svg.append(f'<text x="{x + 22}" y="{h + 24}">{name}</text>')
-        x += 30 + 8 * len(name)
+    x, y = 10, h + 20
+    for i, name in enumerate(order + ["cublas", "floor"]):
+        if x + 30 + 7 * len(name) > 2 * w:  # the key wraps onto a second line
+            x, y = 10, y + 18
+        colour = {"cublas": "#000", "floor": "#888"}.get(name, COLOURS[i % len(COLOURS)])
+        dash = ' stroke-dasharray="6,4"' if name == "floor" else ""
+        svg.append(f'<line x1="{x}" y1="{y}" x2="{x + 18}" y2="{y}" stroke="{colour}" stroke-width="3"{dash}/>')
+        svg.append(f'<text x="{x + 22}" y="{y + 4}">{name}</text>')
+        x += 30 + 7 * len(name)
     svg.append("</svg>")
     with open(out, "w") as f:
         f.write("\n".join(svg) + "\n")
