@@ -37,6 +37,7 @@
 #include "common/tma.cuh"
 #include "common/trace.cuh"
 #include "models/wave_model.hpp"
+#include "06_splitk/splitk_gemm.cuh"
 #include "schedule/split_k.hpp"
 
 namespace wb::splitk {
@@ -67,46 +68,6 @@ struct ClusterStage {
   static constexpr int kStages = (kClusterSmemBudget - 1024 - kInboxBytes - 256) / kBytes;
   static constexpr int kSmem = 1024 + kStages * kBytes + kInboxBytes + (2 * kStages + 1) * 8;
 };
-
-// Stores v0, v1 at `local`'s offset in the shared memory of cluster block
-// `rank` (which may be this block) and counts their 8 bytes on that block's
-// mbarrier at `bar`'s offset. Nothing waits here: the owner waits on its
-// barrier until every byte it expects has landed.
-__device__ __forceinline__ void store_async_cluster(float* local, uint32_t rank, float v0, float v1, uint64_t* bar) {
-#if WB_HOPPER_DEVICE
-  const uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(local));
-  const uint32_t barrier = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
-  asm volatile(
-      "{\n"
-      ".reg .b32 remote, remote_bar;\n"
-      "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mapa.shared::cluster.u32 remote_bar, %2, %1;\n"
-      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [remote], {%3, %4}, [remote_bar];\n"
-      "}\n" ::"r"(address),
-      "r"(rank), "r"(barrier), "f"(v0), "f"(v1)
-      : "memory");
-#else
-  (void)local;
-  (void)rank;
-  (void)v0;
-  (void)v1;
-  (void)bar;
-#endif
-}
-
-// The cluster barrier in two halves: every thread arrives once its block is
-// ready to be written to (its barriers initialised), and waits only before it
-// first writes to another block.
-__device__ __forceinline__ void cluster_arrive() {
-#if WB_HOPPER_DEVICE
-  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void cluster_wait() {
-#if WB_HOPPER_DEVICE
-  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#endif
-}
 
 // Column `col` of a strip split `splits` ways belongs to the block of rank
 // owner: columns [64 r / S, 64 (r + 1) / S) are block r's to add and store.
@@ -149,7 +110,7 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
     hopper::fence_barrier_init();
   }
   __syncthreads();
-  cluster_arrive();  // this block's inbox may be written from now on
+  hopper::cluster_arrive();  // this block's inbox may be written from now on
 
   if (warp == kClusterConsumers) {
     // Producer: the first kStages boxes go out at once, the rest as slots free up.
@@ -168,7 +129,7 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
       }
     }
     __syncwarp();
-    cluster_wait();
+    hopper::cluster_wait();
   } else {
     const int group = warp % 4, half = warp / 4;  // columns 16 group .. +15, k16 steps 4 half .. +3
     // ldmatrix.trans of B: lanes 8 j .. 8 j + 7 give the rows of matrix j, which
@@ -217,7 +178,7 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
     // Each pair of sums goes straight to the inbox of the block that owns its
     // column: d[0], d[1] are column g of the warp's 16, tokens 2 p and 2 p + 1;
     // d[2], d[3] the same tokens of column g + 8.
-    cluster_wait();  // every block of the cluster is running, its inbox barrier set up
+    hopper::cluster_wait();  // every block of the cluster is running, its inbox barrier set up
     const int g = lane / 4, p = lane % 4;
 #pragma unroll
     for (int t = 0; t < T; ++t)
@@ -226,7 +187,7 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
         const int tok = t * 8 + 2 * p, col = 16 * group + g + 8 * e;
         const int owner = cluster_column_owner(col, splits);
         const int at = ((split * 2 + half) * row + col - cluster_column_begin(owner, splits)) * Stage::kABoxRows + tok;
-        store_async_cluster(inbox + at, uint32_t(owner), acc[0][t][2 * e] + acc[1][t][2 * e],
+        hopper::store_async_cluster(inbox + at, uint32_t(owner), acc[0][t][2 * e] + acc[1][t][2 * e],
                             acc[0][t][2 * e + 1] + acc[1][t][2 * e + 1], inbox_full);
       }
   }
@@ -255,12 +216,6 @@ inline std::string cluster_skip_reason(const GemmShape& s) {
   return "";
 }
 
-struct ClusterPlanned {
-  int strips = 0, k_stages = 0, slots = 0;
-  int wanted = 1, splits = 1;
-  int64_t grid = 0;
-};
-
 template <int T>
 const void* cluster_kernel_ready() {
   static const bool configured = [] {
@@ -284,54 +239,52 @@ void with_token_tiles(int m, F&& f) {
     throw CudaError("the cluster kernel takes M from 1 to 16, not " + std::to_string(m));
 }
 
-inline ClusterPlanned plan_cluster(const GemmShape& s, int requested) {
-  ClusterPlanned q;
-  q.strips = ceil_div(s.n, kClusterCols);
-  q.k_stages = std::max(1, ceil_div(s.k, kClusterStageK));
+// The strips, the split and the ring of a launch (blocks_per_sm is left to
+// cluster_config: it asks the driver).
+inline SplitKPlanned plan_cluster(const GemmShape& s, int requested) {
+  SplitKPlanned q;
+  q.block_m = kClusterMaxM;
+  q.block_n = kClusterCols;
+  q.block_k = kClusterStageK;
+  q.threads = kClusterThreads;
+  q.tiles_m = 1;
+  q.tiles_n = ceil_div(s.n, kClusterCols);
+  q.k_tiles = std::max(1, ceil_div(s.k, kClusterStageK));
   static const int sms = sm_count();
   q.slots = sms;  // one block per SM: its ring takes most of the shared memory
-  const int most = std::min(kClusterMaxSplit, q.k_stages);
-  q.wanted = requested > 0 ? requested : split_k_for_waves(q.strips, most, q.slots);
+  const int most = std::min(kClusterMaxSplit, q.k_tiles);
+  q.wanted = requested > 0 ? requested : split_k_for_waves(q.tiles_n, most, q.slots);
   q.splits = std::clamp(q.wanted, 1, most);
-  q.grid = int64_t(q.strips) * q.splits;
+  q.grid = q.units = int64_t(q.tiles_n) * q.splits;
+  with_token_tiles(std::max(1, std::min(s.m, kClusterMaxM)), [&](auto tc) {
+    q.smem = ClusterStage<decltype(tc)::value>::kSmem;
+    q.stages = ClusterStage<decltype(tc)::value>::kStages;
+  });
   return q;
 }
 
 inline KernelConfig cluster_config(const GemmShape& s, int requested) {
-  const ClusterPlanned q = plan_cluster(s, requested);
-  KernelConfig c;
-  c.block_m = kClusterMaxM;
-  c.block_n = kClusterCols;
-  c.block_k = kClusterStageK;
-  c.threads = kClusterThreads;
-  c.split_k = q.splits;
-  c.tiles_m = 1;
-  c.tiles_n = q.strips;
-  c.grid_blocks = q.grid;
-  c.work_units = q.grid;
+  SplitKPlanned q = plan_cluster(s, requested);
   with_token_tiles(std::max(1, std::min(s.m, kClusterMaxM)), [&](auto tc) {
-    constexpr int T = decltype(tc)::value;
-    c.smem_bytes = ClusterStage<T>::kSmem;
-    c.stages = ClusterStage<T>::kStages;
-    c.blocks_per_sm = blocks_per_sm(cluster_kernel_ready<T>(), kClusterThreads, c.smem_bytes);
+    q.blocks_per_sm = blocks_per_sm(cluster_kernel_ready<decltype(tc)::value>(), kClusterThreads, q.smem);
   });
-  return c;
+  return kernel_config(q, false);
 }
 
 // "" or why the split differs from the one asked for.
 inline std::string cluster_split_note(const GemmShape& s, int requested) {
-  const ClusterPlanned q = plan_cluster(s, requested);
+  const SplitKPlanned q = plan_cluster(s, requested);
   if (q.wanted <= q.splits) return "";
   return "split " + std::to_string(q.wanted) + " clamped to " + std::to_string(q.splits) + " (at most " +
          std::to_string(kClusterMaxSplit) + " blocks a cluster and one 128-deep stage a split; K has " +
-         std::to_string(q.k_stages) + ")";
+         std::to_string(q.k_tiles) + ")";
 }
 
 inline void launch_cluster(const GemmArgs& g, int requested, cudaStream_t stream) {
   const GemmShape s{g.m, g.n, g.k};
   const std::string why = cluster_skip_reason(s);
   if (!why.empty()) throw CudaError("cluster kernel: " + why);
-  const ClusterPlanned q = plan_cluster(s, requested);
+  const SplitKPlanned q = plan_cluster(s, requested);
   with_token_tiles(g.m, [&](auto tc) {
     constexpr int T = decltype(tc)::value;
     const CUtensorMap a_map = hopper::make_tensor_map_2d(g.a, g.m, g.k, 8 * T, 64);

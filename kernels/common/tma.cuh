@@ -163,12 +163,23 @@ __device__ __forceinline__ uint32_t cluster_cta_rank() {
 #endif
 }
 
-// Every thread of every block in the cluster arrives, then waits for all.
-__device__ __forceinline__ void cluster_sync() {
+// The cluster barrier in two halves, for a block that has work to do between
+// "the others may now touch my shared memory" and "I need theirs ready".
+__device__ __forceinline__ void cluster_arrive() {
 #if WB_HOPPER_DEVICE
   cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
+#endif
+}
+__device__ __forceinline__ void cluster_wait() {
+#if WB_HOPPER_DEVICE
   cuda::ptx::barrier_cluster_wait();
 #endif
+}
+
+// Every thread of every block in the cluster arrives, then waits for all.
+__device__ __forceinline__ void cluster_sync() {
+  cluster_arrive();
+  cluster_wait();
 }
 
 // One arrival on the barrier at the same shared-memory offset as `bar` in the
@@ -187,6 +198,33 @@ __device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t* bar, uint32_t 
       "}\n" ::"r"(local),
       "r"(cta_rank)
       : "memory");
+#endif
+}
+
+// Stores v0, v1 at `local`'s offset in the shared memory of cluster block
+// `cta_rank` (which may be this block) and counts their 8 bytes on that
+// block's mbarrier at `bar`'s offset (st.async ... complete_tx). Nothing waits
+// here: the receiver waits on its barrier until every byte it expects is in.
+__device__ __forceinline__ void store_async_cluster(float* local, uint32_t cta_rank, float v0, float v1,
+                                                    uint64_t* bar) {
+#if WB_HOPPER_DEVICE
+  const uint32_t address = static_cast<uint32_t>(__cvta_generic_to_shared(local));
+  const uint32_t barrier = static_cast<uint32_t>(__cvta_generic_to_shared(bar));
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote, remote_bar;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mapa.shared::cluster.u32 remote_bar, %2, %1;\n"
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [remote], {%3, %4}, [remote_bar];\n"
+      "}\n" ::"r"(address),
+      "r"(cta_rank), "r"(barrier), "f"(v0), "f"(v1)
+      : "memory");
+#else
+  (void)local;
+  (void)cta_rank;
+  (void)v0;
+  (void)v1;
+  (void)bar;
 #endif
 }
 
