@@ -71,6 +71,7 @@ Results sample_results() {
   r.reference = "cublas_sequence";
   r.copy_gbps = 2950.5;
   r.read_floor_ms = 0.0117;
+  r.read_floor_bytes = 33554432.0;
   VariantResult s;
   s.name = "tma_wgmma";
   s.what = "Hopper only";
@@ -123,6 +124,7 @@ TEST(Records, ResultsRoundTrip) {
   EXPECT_EQ(back.reference, "cublas_sequence");
   EXPECT_DOUBLE_EQ(back.copy_gbps, 2950.5);
   EXPECT_DOUBLE_EQ(back.read_floor_ms, 0.0117);
+  EXPECT_DOUBLE_EQ(back.read_floor_bytes, 33554432.0);
   ASSERT_EQ(back.variants[0].outputs.size(), 2u);
   EXPECT_EQ(back.variants[0].outputs[1].name, "S");
   EXPECT_EQ(back.variants[0].outputs[1].mismatches, 3);
@@ -198,6 +200,7 @@ TEST(Records, OlderResultsStillRead) {
   erase_line("reference\": \"cublas_sequence");
   erase_line("copy_gbps");
   erase_line("read_floor_ms");
+  erase_line("read_floor_bytes");
   const Results back = results_from_json(text);
   EXPECT_EQ(back.reference, "cublas");
   EXPECT_EQ(back.copy_gbps, 0);
@@ -329,6 +332,7 @@ TEST(Records, MalformedResultsAreRejected) {
   expect_rejected(mutate([](json& j) { j["variants"][1].erase("skip_reason"); }), "skip_reason", false);
   expect_rejected(mutate([](json& j) { j["read_floor_ms"] = -0.5; }), "read_floor_ms", false);
   expect_rejected(mutate([](json& j) { j["read_floor_ms"] = "fast"; }), "read_floor_ms", false);
+  expect_rejected(mutate([](json& j) { j.erase("read_floor_bytes"); }), "read_floor_bytes", false);
 }
 
 TEST(Records, MalformedTracesAreRejected) {

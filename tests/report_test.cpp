@@ -45,6 +45,7 @@ TEST(FusedEpilogueLines, NothingWithoutPairs) {
 TEST(ReadFloorLine, SaysWhatTheMemoryAllows) {
   Results r;
   r.read_floor_ms = 0.0120;
+  r.read_floor_bytes = 33554432.0;
   VariantResult ref = row("cublas", 1.0, false, true), fast = row("cluster", 1.07), slow = row("atomic", 0.98),
                 wrong = row("broken", 2.0), skipped = row("streaming", 0.0, true);
   ref.median_ms = 0.0150;
@@ -55,12 +56,12 @@ TEST(ReadFloorLine, SaysWhatTheMemoryAllows) {
   wrong.median_ms = 0.0100;  // faster than the floor, but it failed its check: not "the fastest"
   wrong.passed = false;
   r.variants = {slow, fast, wrong, skipped, ref};
-  EXPECT_EQ(read_floor_line(r, 33554432.0),
+  EXPECT_EQ(read_floor_line(r),
             "floor: a kernel that only reads those 33.6 MB once takes 0.0120 ms here, launch included (timed like "
             "the variants): no variant can be faster; cublas takes 1.25x that, so 1.25x cublas is the most any "
             "variant can reach; the fastest here, cluster, takes 1.17x the floor\n");
   r.read_floor_ms = 0;  // not measured
-  EXPECT_EQ(read_floor_line(r, 33554432.0), "");
+  EXPECT_EQ(read_floor_line(r), "");
 }
 
 // A recording made before a parameter existed ran at its default: it stands

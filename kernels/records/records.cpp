@@ -215,7 +215,10 @@ std::string results_to_json(const Results& r) {
                                    "(reference round median / variant round median)"}};
   j["reference"] = r.reference;
   if (r.copy_gbps > 0) j["copy_gbps"] = r.copy_gbps;
-  if (r.read_floor_ms > 0) j["read_floor_ms"] = r.read_floor_ms;
+  if (r.read_floor_ms > 0) {
+    j["read_floor_ms"] = r.read_floor_ms;
+    j["read_floor_bytes"] = r.read_floor_bytes;
+  }
   json vs = json::array();
   for (const VariantResult& v : r.variants) {
     json e{{"name", v.name}, {"what", v.what}, {"reference", v.reference}, {"skipped", v.skipped}};
@@ -283,6 +286,8 @@ Results results_from_value(const json& j) {
   if (j.contains("read_floor_ms")) {  // since lesson 06's cluster step; absent before
     r.read_floor_ms = get_number(j, "read_floor_ms", "results");
     if (!(r.read_floor_ms >= 0)) throw RecordError("results.read_floor_ms: must not be negative");
+    r.read_floor_bytes = get_number(j, "read_floor_bytes", "results");
+    if (!(r.read_floor_bytes >= 0)) throw RecordError("results.read_floor_bytes: must not be negative");
   }
   const json& vs = *field_ptr(j, "variants", "results");
   if (!vs.is_array()) throw RecordError("results.variants: expected an array");

@@ -112,6 +112,7 @@ struct Results {
   std::string reference = "cublas";  // the name of the row every variant is timed against
   double copy_gbps = 0;              // a device-to-device copy in the same run (read + write), 0: not measured
   double read_floor_ms = 0;          // a kernel that only reads the copy's bytes, timed like the variants; 0: not measured
+  double read_floor_bytes = 0;       // the bytes it read
   std::vector<VariantResult> variants;
 };
 

@@ -653,6 +653,7 @@ int LessonRun::run() {
   res.reference = problem_.reference.name;
   res.copy_gbps = copy_gbps_;
   res.read_floor_ms = read_floor_ms_;
+  if (read_floor_ms_ > 0) res.read_floor_bytes = double(size_t(lesson_.copy_bytes(size_)) / 16 * 16);
   res.variants = results;
   if (reference_row.samples > 0) res.variants.push_back(reference_row);
 
@@ -680,9 +681,7 @@ int LessonRun::run() {
   if (copy_gbps_ > 0)
     std::printf("\nmemory: a device-to-device copy of %.0f MB in this run moved %.0f GB/s (read + write)\n",
                 lesson_.copy_bytes(size_) / 1e6, copy_gbps_);
-  if (const std::string floor = read_floor_line(res, lesson_.copy_bytes ? lesson_.copy_bytes(size_) : 0);
-      !floor.empty())
-    std::printf("%s", floor.c_str());
+  if (const std::string floor = read_floor_line(res); !floor.empty()) std::printf("%s", floor.c_str());
   if (lesson_.conclusion) {
     const std::string conclusion = lesson_.conclusion(RunSummary{size_, res, configs});
     if (!conclusion.empty()) std::printf("\n%s", conclusion.c_str());

@@ -158,7 +158,8 @@ std::string format_recording(const Results& r, const std::vector<std::string>& v
     if (!value.text.empty()) params += " " + name + "=" + value.text;
   out += "  shape " + shape_text(r.header.m, r.header.n, r.header.k) + params + ", " + r.header.dtype + "\n\n";
   if (ran_variants(shown) == 0) return out + "  (none of the variants asked for is in this recording)\n\n";
-  return out + format_report(shown) + gbps_line(shown) + repeat_line(shown) + fused_epilogue_lines(shown) + "\n";
+  return out + format_report(shown) + gbps_line(shown) + repeat_line(shown) + fused_epilogue_lines(shown) +
+         read_floor_line(shown) + "\n";
 }
 
 }  // namespace
@@ -425,7 +426,8 @@ std::string split_clamp_note(int wanted, int used, int k_tiles) {
          std::to_string(k_tiles) + " k tiles: at most one per split)";
 }
 
-std::string read_floor_line(const Results& r, double bytes) {
+std::string read_floor_line(const Results& r) {
+  const double bytes = r.read_floor_bytes;
   if (!(r.read_floor_ms > 0) || !(bytes > 0)) return "";
   const VariantResult* ref = nullptr;
   const VariantResult* best = nullptr;

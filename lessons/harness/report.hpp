@@ -79,11 +79,11 @@ std::string split_clamp_note(int wanted, int used, int k_tiles);
 // fastest variant's ratio to the reference; "" when no copy was timed.
 std::string copy_bandwidth_lines(const Results& r);
 
-// The floor of a memory-bound run: what a kernel that only reads `bytes` took
-// (results' read_floor_ms), how far above it the reference and the fastest
-// variant are, and so the most any variant could gain on the reference. ""
-// when the floor was not measured.
-std::string read_floor_line(const Results& r, double bytes);
+// The floor of a memory-bound run: what a kernel that only reads the lesson's
+// bytes took (results' read_floor_ms and read_floor_bytes), how far above it
+// the reference and the fastest variant are, and so the most any variant could
+// gain on the reference. "" when the floor was not measured.
+std::string read_floor_line(const Results& r);
 
 // Lesson 03's question, answered for one run: does the tile order matter at
 // this shape on this GPU? Each order's DRAM bytes (the L2 model), moved while
