@@ -76,20 +76,7 @@ struct ClusterPairs {
   }
   // Clusters that fit at once: the GPCs decide, not only the SM count.
   static int resident(const void* kernel, int smem_bytes) {
-    cudaLaunchConfig_t config = {};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = kCluster;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    config.gridDim = dim3(kCluster * sm_count(), 1, 1);
-    config.blockDim = dim3(kWsThreads, 1, 1);
-    config.dynamicSmemBytes = smem_bytes;
-    config.attrs = attr;
-    config.numAttrs = 1;
-    int clusters = 0;
-    CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
-    return std::max(1, clusters);
+    return std::max(1, max_active_clusters(kernel, kCluster, kWsThreads, smem_bytes));
   }
 };
 

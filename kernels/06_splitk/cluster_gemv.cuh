@@ -29,6 +29,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "common/check.cuh"
@@ -239,8 +240,23 @@ void with_token_tiles(int m, F&& f) {
     throw CudaError("the cluster kernel takes M from 1 to 16, not " + std::to_string(m));
 }
 
+// How many clusters of `split` blocks fit at once, asked of the driver once per split.
+template <int T>
+int cluster_max_active(int split) {
+  static const std::array<int, kClusterMaxSplit + 1> fit = [] {
+    std::array<int, kClusterMaxSplit + 1> f{};
+    for (int s = 1; s <= kClusterMaxSplit; ++s)
+      f[size_t(s)] = hopper::max_active_clusters(cluster_kernel_ready<T>(), s, kClusterThreads, ClusterStage<T>::kSmem);
+    return f;
+  }();
+  return fit[size_t(split)];
+}
+
 // The strips, the split and the ring of a launch (blocks_per_sm is left to
-// cluster_config: it asks the driver).
+// cluster_config: it asks the driver). The wave model's split is lowered
+// until every strip's cluster runs at once: an H100's GPCs do not all have
+// the same number of SMs, so fewer clusters of 4 or 8 whole-SM blocks fit
+// than SMs / 4 or / 8, and the rest would wait for a second wave.
 inline SplitKPlanned plan_cluster(const GemmShape& s, int requested) {
   SplitKPlanned q;
   q.block_m = kClusterMaxM;
@@ -255,11 +271,16 @@ inline SplitKPlanned plan_cluster(const GemmShape& s, int requested) {
   const int most = std::min(kClusterMaxSplit, q.k_tiles);
   q.wanted = requested > 0 ? requested : split_k_for_waves(q.tiles_n, most, q.slots);
   q.splits = std::clamp(q.wanted, 1, most);
-  q.grid = q.units = int64_t(q.tiles_n) * q.splits;
   with_token_tiles(std::max(1, std::min(s.m, kClusterMaxM)), [&](auto tc) {
-    q.smem = ClusterStage<decltype(tc)::value>::kSmem;
-    q.stages = ClusterStage<decltype(tc)::value>::kStages;
+    constexpr int T = decltype(tc)::value;
+    q.smem = ClusterStage<T>::kSmem;
+    q.stages = ClusterStage<T>::kStages;
+    if (requested <= 0) {
+      while (q.splits > 1 && cluster_max_active<T>(q.splits) < q.tiles_n) --q.splits;
+      q.wanted = q.splits;  // the model's own choice: nothing was clamped
+    }
   });
+  q.grid = q.units = int64_t(q.tiles_n) * q.splits;
   return q;
 }
 

@@ -29,6 +29,7 @@
 #include <cuda/ptx>
 
 #include "common/check.cuh"
+#include "common/gemm.cuh"
 
 namespace wb::hopper {
 
@@ -82,6 +83,27 @@ inline CUtensorMap make_tensor_map_2d(const __half* base, int rows, int cols, in
                     std::to_string(rows) + " x " + std::to_string(cols) + " matrix");
   }
   return map;
+}
+
+// How many clusters of `cluster` blocks of this kernel can run at once. The
+// GPCs decide, not only the SM count: a cluster's blocks share one GPC, and
+// an H100's GPCs do not all have the same number of SMs, so clusters of 4 or
+// 8 blocks of one SM each fill fewer than SMs / cluster slots.
+inline int max_active_clusters(const void* kernel, int cluster, int threads, int smem_bytes) {
+  cudaLaunchConfig_t config = {};
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = unsigned(cluster);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  config.gridDim = dim3(unsigned(cluster * sm_count()), 1, 1);
+  config.blockDim = dim3(unsigned(threads), 1, 1);
+  config.dynamicSmemBytes = size_t(smem_bytes);
+  config.attrs = attr;
+  config.numAttrs = 1;
+  int clusters = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+  return clusters;
 }
 
 // ---------------------------------------------------------------- device side
