@@ -11,8 +11,7 @@
 // and four multiplies per 16 bytes). The scales and zero points are shuffled
 // the same way: one 32-byte read per lane per group, and only when the warp's
 // k step enters a new group. No ldmatrix.trans, no second barrier, no
-// scattered 2-byte stores. The weights' copies ask the L2 for 256-byte blocks
-// of memory at a time: the block's threads read a slice's 16 KiB together.
+// scattered 2-byte stores.
 //
 // A block is 8 warps: 4 side by side, each a 64-column strip (256 columns),
 // and two on each strip, each taking half of a slice's eight k steps (their
@@ -192,8 +191,7 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS) shuffled_w4_kernel(
       // number of 64s) is zeros, not read; A is zero there too.
       const int c = tid + i * S::THREADS;
       const bool inside = kt * S::STEPS + c / (S::WARPS_N * 32) < steps_total;
-      cp_async_16_zero_fill_l2_256(bstage + uint32_t(c * 16), inside ? slice + i * S::THREADS * 4 : p.bs,
-                                   inside ? 16 : 0);
+      cp_async_16_zero_fill(bstage + uint32_t(c * 16), inside ? slice + i * S::THREADS * 4 : p.bs, inside ? 16 : 0);
     }
     if (sz_copies) {
       const int group = ((kt * S::BLOCK_K) >> group_shift) + sz_sub;

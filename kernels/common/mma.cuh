@@ -111,21 +111,6 @@ __device__ __forceinline__ void cp_async_16_zero_fill(uint32_t smem_address, con
 #endif
 }
 
-// The same, with a hint that the L2 may fetch the whole 256-byte block around
-// the 16 bytes from memory: for a stream whose neighbouring 16-byte chunks the
-// other threads ask for at about the same time (lesson 07's weights: 4-5%
-// faster at N = K = 16384 on an H100, docs/notes/07_w4a16.md).
-__device__ __forceinline__ void cp_async_16_zero_fill_l2_256(uint32_t smem_address, const void* gmem, int src_bytes) {
-#if WB_HAS_MMA_SYNC_SM80
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;\n" ::"r"(smem_address), "l"(gmem),
-               "r"(src_bytes)
-               : "memory");
-#else
-  (void)smem_address; (void)gmem; (void)src_bytes;
-  __trap();
-#endif
-}
-
 // Closes the group of cp.async issued by this thread since the last commit.
 __device__ __forceinline__ void cp_async_commit_group() {
 #if WB_HAS_MMA_SYNC_SM80
