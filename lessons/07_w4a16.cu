@@ -34,13 +34,19 @@
 //                           columns, so no mma multiplies 15 rows of zeros
 //   step 5  serial          step 4 with lesson 06's semaphore instead of atomics
 //           in_order        step 4, the last split of a tile adding the others'
-//                           slices in order (lesson 06's streaming kernel): both give
-//                           the same bits every run
+//                           slices in order (lesson 06's streaming kernel)
+//           cluster         (Hopper) step 4, a tile's splits launched as one cluster:
+//                           each block adds its share of the columns straight from the
+//                           others' shared memory; no workspace, no zeroing, no
+//                           counter. All three give the same bits every run
 //
 // Why faster: step 1 writes and reads the fp16 weights besides; step 2 reads a
 // quarter of the bytes, but pays a second barrier per slice, the unpacking and
 // scattered stores into shared memory; step 3 cuts the unpacking's
-// instructions; step 4 cuts the shared-memory round trip of the fp16 tile.
+// instructions; step 4 cuts the shared-memory round trip of the fp16 tile;
+// step 5's cluster cuts what adding the splits costs (the memset of atomics, or
+// a workspace round trip behind a fence and a counter), which at N = K = 4096
+// and 8192 is as much time as the unpacking.
 // What to look for: each variant's % of the copy's bandwidth, counting the
 // bytes it must read (int4 weights, scales, zeros, A, C); vs cuBLAS fp16;
 // under the report, the quantization error (the int4 weights against the
@@ -50,7 +56,7 @@
 // Preconditions: K a multiple of the group size (32, 64 or 128), checked
 // before any GPU work; any M and N >= 1 (the shuffled layout pads N to 256
 // and K to 64 with zero weights). --weights all0 / all15 sets every 4-bit value
-// to an extreme. The tiled kernels need sm_80.
+// to an extreme. The tiled kernels need sm_80, cluster sm_90.
 //
 // Run:  build/bin/lesson07_w4a16                                (M = 1, N = K = 4096, G = 128)
 //       build/bin/lesson07_w4a16 --m 16 --n 16384 --k 16384
@@ -295,7 +301,7 @@ Variant gptq(const char* name, const char* what) {
 template <Combine R>
 Variant shuffled(const char* name, const char* what) {
   Variant v = base_variant(name, what);
-  v.min_cc = 80;
+  v.min_cc = R == Combine::cluster ? 90 : 80;  // clusters and distributed shared memory
   v.config = [](const ProblemSize& s) { return splitk::kernel_config(plan_shuffled<R>(s.m, s.n, s.k, requested_split(s)), false); };
   if (R == Combine::atomic) v.prepare = zero_c;
   if (R != Combine::atomic)
@@ -305,6 +311,10 @@ Variant shuffled(const char* name, const char* what) {
   v.launch = [](const Buffers& b, cudaStream_t st) { launch_shuffled<R>(w4_args(b), requested_split(b.size), st); };
   v.note = [](const ProblemSize& s) {
     const splitk::SplitKPlanned q = plan_shuffled<R>(s.m, s.n, s.k, requested_split(s));
+    if (R == Combine::cluster && q.wanted > q.splits && q.splits == kShuffledMaxClusterSplit &&
+        q.wanted <= q.k_tiles)
+      return "split " + std::to_string(q.wanted) + " clamped to " + std::to_string(q.splits) + " (at most " +
+             std::to_string(kShuffledMaxClusterSplit) + " blocks a cluster)";
     return split_clamp_note(q.wanted, q.splits, q.k_tiles);
   };
   v.model = [](const ProblemSize&, const KernelConfig& c, const GpuInfo& gpu) {
@@ -324,6 +334,8 @@ std::vector<Variant> variants() {
       shuffled<Combine::serial>("serial", "the shuffled kernel, a tile's splits adding in turn behind a semaphore"),
       shuffled<Combine::last_block>("in_order", "the shuffled kernel, the last split of a tile adding the slices "
                                                 "in order"),
+      shuffled<Combine::cluster>("cluster", "the shuffled kernel, a tile's splits one cluster, adding each other's "
+                                            "tiles from shared memory in order"),
   };
 }
 

@@ -116,9 +116,10 @@ stage_sanitize() {
     [ "$l" = lesson05_backward ] && shapes+=("130 136 72 --part train --act gelu" "130 136 72 --part train")
     [ "$l" = lesson06_splitk ] && shapes+=("1 4104 1000" "17 1000 2056" "16 1000 2056" "9 520 1000 --split-k 3")
     # Lesson 07: K a multiple of the group size; odd N, G = 32, splits forced (the semaphores and the
-    # last-block counters), M above 32 (two m tiles of the shuffled kernel), K that leaves the last 128-deep slice half empty.
+    # last-block counters), M above 32 (two m tiles of the shuffled kernel), K that leaves the last 128-deep slice half empty,
+    # and clusters of 16 blocks reading each other's shared memory.
     [ "$l" = lesson07_w4a16 ] && shapes=("3 136 256" "17 1001 2048 --group-size 32" "1 4104 1024 --split-k 7" "9 2000 2080 --group-size 32" "8 520 1984 --group-size 64"
-                                         "70 520 512 --group-size 64 --split-k 3")
+                                         "70 520 512 --group-size 64 --split-k 3" "5 1000 4096 --split-k 16")
     # Lesson 08 (sizes from --model: the entries are its arguments): tails of every tile height, SwiGLU,
     # split-K's last-block counters (M = 3 at s = 0.9), nothing active.
     [ "$l" = lesson08_sparse_ffn ] && shapes=("--model gpt2 --m 17 --sparsity 0.75" "--model gpt2 --m 130 --sparsity 0.5"
@@ -203,7 +204,7 @@ stage_lessons() {
   fi
   # Lesson 07 at M = 1, N = K = 4096: each kernel's split and k ranges.
   if have lesson07_w4a16; then
-    for v in paper lop3 shuffled serial in_order; do
+    for v in paper lop3 shuffled serial in_order cluster; do
       "$bin/lesson07_w4a16" --variant $v --reps 9 --rounds 3 --m 1 --n 4096 --k 4096 \
           --trace "$work/traces/lesson07_w4a16.$v.json.gz" || rc=1
     done

@@ -29,18 +29,33 @@
 //   Combine::last_block  every split writes its fp32 partial to a workspace
 //                        slice; the last to finish (a counter per tile) adds
 //                        the slices in order, as lesson 06's streaming kernel
-// The last two give the same bits on every run.
+//   Combine::cluster     (Hopper) a tile's splits are one thread-block cluster:
+//                        after a cluster barrier each block adds its share of
+//                        the tile's columns from every split's shared memory,
+//                        in split order, and stores them; no workspace, no
+//                        fence, no counter, no zeroing, no second launch
+// The last three give the same bits on every run. Adding the splits is where
+// the time goes at N = K = 4096 and 8192: without it the kernel is 3 µs
+// (M = 1) to 10 µs (M = 16) faster (docs/notes/07_w4a16.md).
 #pragma once
 
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <array>
+
 #include "06_splitk/splitk_gemm.cuh"
 #include "07_w4a16/dequant.cuh"
 #include "common/sync.cuh"
+#include "common/tma.cuh"
 
 namespace wb::w4a16 {
 
-enum class Combine { atomic, serial, last_block };
+enum class Combine { atomic, serial, last_block, cluster };
+
+// The most blocks a cluster of Combine::cluster holds: 16 (an H100 allows
+// more than the portable 8 on request; the plan checks what fits at once).
+constexpr int kShuffledMaxClusterSplit = 16;
 
 template <int MT, int STAGES_, int MIN_BLOCKS_, int SLICE_STEPS, bool SWAP_ = false>
 struct ShuffledShape {
@@ -139,8 +154,10 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS) shuffled_w4_kernel(
 
   const uint64_t t0 = trace_start(p.trace);
   // Unit u: the m tiles of a column block next to each other, so they run
-  // together and read the block's weights from L2, not from memory, after the first.
-  const SplitUnit unit = split_unit(blockIdx.x, tiles_m * tiles_n);
+  // together and read the block's weights from L2, not from memory, after the
+  // first. Combine::cluster: a tile's splits next to each other, one cluster.
+  const SplitUnit unit = R == Combine::cluster ? SplitUnit{int(blockIdx.x) / splits, int(blockIdx.x) % splits}
+                                               : split_unit(blockIdx.x, tiles_m * tiles_n);
   const int tm = unit.tile % tiles_m, tn = unit.tile / tiles_m;
   const int m0 = tm * S::BLOCK_M, n0 = tn * S::BLOCK_N;
   const int64_t strip0 = int64_t(tn) * S::WARPS_N;
@@ -313,7 +330,34 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS) shuffled_w4_kernel(
     return *r < rows && n0 + *c < p.n;
   };
   const int tile_index = tn * tiles_m + tm;
-  if constexpr (R == Combine::atomic) {
+  if constexpr (R == Combine::cluster) {
+    // Block r of the cluster (split r) owns column pairs [PAIRS_ROW r / S,
+    // PAIRS_ROW (r + 1) / S) of the tile's rows, and adds them from every
+    // split's tile in split order.
+    constexpr int PAIRS_ROW = S::BLOCK_N / 2;
+    hopper::cluster_sync();  // every split's tile is complete
+    const int p0 = PAIRS_ROW * unit.split / splits, width = PAIRS_ROW * (unit.split + 1) / splits - p0;
+    for (int q = tid; q < rows * width; q += S::THREADS) {
+      const int r = q / width, c = 2 * (p0 + q % width);
+      if (n0 + c >= p.n) continue;
+      const float* mine = tile + r * S::TILE_LD + c;
+      // Every split's pair in flight at once (a remote read takes hundreds of
+      // cycles), then added in split order.
+      float2 v[kShuffledMaxClusterSplit];
+#pragma unroll
+      for (int s = 0; s < kShuffledMaxClusterSplit; ++s)
+        if (s < splits) v[s] = *reinterpret_cast<const float2*>(hopper::cluster_peer(mine, uint32_t(s)));
+      float v0 = 0.0f, v1 = 0.0f;
+#pragma unroll
+      for (int s = 0; s < kShuffledMaxClusterSplit; ++s)
+        if (s < splits) {
+          v0 += v[s].x;
+          v1 += v[s].y;
+        }
+      splitk::store_pair(out, m0 + r, n0 + c, v0, v1);
+    }
+    hopper::cluster_sync();  // no block leaves while the others read its tile
+  } else if constexpr (R == Combine::atomic) {
 #pragma unroll 4
     for (int q = tid; q < PAIRS; q += S::THREADS) {
       int r, c;
@@ -435,6 +479,8 @@ const void* shuffled_kernel_ready() {
   static const bool configured = [] {
     CUDA_CHECK(cudaFuncSetAttribute(shuffled_w4_kernel<S, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     S::SMEM_BYTES));
+    if (R == Combine::cluster)
+      CUDA_CHECK(cudaFuncSetAttribute(shuffled_w4_kernel<S, R>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     return true;
   }();
   (void)configured;
@@ -464,6 +510,21 @@ splitk::SplitKPlanned shuffled_plan_for(int m, int n, int k, int requested) {
   q.slots = sms * std::min(resident, kShuffledUnitsPerSm);
   q.wanted = requested > 0 ? requested : split_k_for_waves(tiles, q.k_tiles, q.slots);
   q.splits = clamp_split_k(q.wanted, q.k_tiles);
+  if (R == Combine::cluster) {
+    // At most 16 blocks a cluster; and, for the model's own choice, lowered
+    // until every tile's cluster runs at once (the GPCs decide that).
+    q.splits = std::min(q.splits, kShuffledMaxClusterSplit);
+    if (requested <= 0) {
+      static std::array<int, kShuffledMaxClusterSplit + 1> fit{};  // asked of the driver once per split
+      auto fits = [&](int s) {
+        if (fit[size_t(s)] == 0)
+          fit[size_t(s)] = 1 + hopper::max_active_clusters(shuffled_kernel_ready<S, R>(), s, S::THREADS, S::SMEM_BYTES);
+        return fit[size_t(s)] - 1;
+      };
+      while (q.splits > 1 && fits(q.splits) < tiles) --q.splits;
+      q.wanted = q.splits;  // the model's own choice: nothing was clamped
+    }
+  }
   q.grid = tiles * q.splits;
   q.units = q.grid;
   return q;
@@ -486,7 +547,7 @@ splitk::SplitKPlanned plan_shuffled(int m, int n, int k, int requested) {
 // last_block, a slice per split and a counter per tile.
 template <Combine R>
 size_t shuffled_workspace_bytes(int m, int n, int k, int requested) {
-  if (R == Combine::atomic) return 0;
+  if (R == Combine::atomic || R == Combine::cluster) return 0;
   const splitk::SplitKPlanned q = plan_shuffled<R>(m, n, k, requested);
   const size_t mn = size_t(m) * size_t(n), tiles = size_t(q.tiles_m) * size_t(q.tiles_n);
   return (R == Combine::serial ? mn : mn * size_t(q.splits)) * sizeof(float) + tiles * sizeof(uint32_t);
@@ -500,9 +561,26 @@ void launch_shuffled_with(const W4Args& a, const splitk::SplitKPlanned& q, cudaS
                     std::to_string(a.workspace ? a.workspace_bytes : 0));
   W4Args p = a;
   int splits = q.splits;
-  void* args[] = {&p, &splits};
-  CUDA_CHECK(cudaLaunchKernel(shuffled_kernel_ready<S, R>(), dim3(unsigned(q.grid)), dim3(S::THREADS), args,
-                              size_t(S::SMEM_BYTES), stream));
+  if constexpr (R == Combine::cluster) {
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = unsigned(splits);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    config.gridDim = dim3(unsigned(q.grid), 1, 1);
+    config.blockDim = dim3(S::THREADS, 1, 1);
+    config.dynamicSmemBytes = size_t(S::SMEM_BYTES);
+    config.stream = stream;
+    config.attrs = attr;
+    config.numAttrs = 1;
+    shuffled_kernel_ready<S, R>();
+    CUDA_CHECK(cudaLaunchKernelEx(&config, shuffled_w4_kernel<S, R>, p, splits));
+  } else {
+    void* args[] = {&p, &splits};
+    CUDA_CHECK(cudaLaunchKernel(shuffled_kernel_ready<S, R>(), dim3(unsigned(q.grid)), dim3(S::THREADS), args,
+                                size_t(S::SMEM_BYTES), stream));
+  }
   CUDA_CHECK_LAUNCH();
 }
 

@@ -204,6 +204,23 @@ __device__ __forceinline__ void cluster_sync() {
   cluster_wait();
 }
 
+// `local`'s counterpart in the shared memory of cluster block `cta_rank`
+// (which may be this block), as a generic pointer: plain loads through it
+// read that block's shared memory (distributed shared memory). The other
+// block must have written it before a cluster barrier, and must not exit
+// before the reads are done (a second barrier).
+template <class T>
+__device__ __forceinline__ const T* cluster_peer(const T* local, uint32_t cta_rank) {
+#if WB_HOPPER_DEVICE
+  uint64_t remote;
+  asm volatile("mapa.u64 %0, %1, %2;\n" : "=l"(remote) : "l"(local), "r"(cta_rank));
+  return reinterpret_cast<const T*>(remote);
+#else
+  (void)cta_rank;
+  return local;
+#endif
+}
+
 // One arrival on the barrier at the same shared-memory offset as `bar` in the
 // cluster's block `cta_rank` (which may be this block). The arrival keeps the
 // default CTA-scope release: a cluster-scope release is a fence that waits for
