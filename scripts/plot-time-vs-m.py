@@ -82,8 +82,10 @@ def main():
     order.append("cublas")
     w, h, pad = 420, 300, 70
     width = pad + len(panels) * (w + pad)
-    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h + 150}" '
-           f'font-family="sans-serif" font-size="12">', f'<rect width="{width}" height="{h + 150}" fill="white"/>']
+    per_row = max(1, (width - pad) // 135)  # the legend wraps to more rows when it would not fit
+    height = h + 150 + 20 * ((len(order) - 1) // per_row)
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'font-family="sans-serif" font-size="12">', f'<rect width="{width}" height="{height}" fill="white"/>']
     for i, (nk, lines, date) in enumerate(panels):
         n, k = nk.split("x")
         svg += panel(pad + i * (w + pad), 40, w, h, f"N = {n}, K = {k}", lines, order)
@@ -91,7 +93,9 @@ def main():
     y = h + 100
     for i, name in enumerate(order):
         c = COLOURS[i % len(COLOURS)]
-        x = pad + i * 135
+        x = pad + (i % per_row) * 135
+        if i and i % per_row == 0:
+            y += 20
         dash = ' stroke-dasharray="6 3"' if name == "cublas" else ""
         svg.append(f'<line x1="{x}" x2="{x + 24}" y1="{y}" y2="{y}" stroke="{c}" stroke-width="2"{dash}/>')
         svg.append(f'<text x="{x + 30}" y="{y + 4}">{"cuBLAS fp16" if name == "cublas" else name}</text>')
