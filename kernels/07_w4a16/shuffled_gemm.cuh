@@ -446,21 +446,23 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS) shuffled_w4_kernel(
           const bool two = n0 + c + 1 < p.n;
           const float* src = slices + int64_t(m0 + r) * p.n + n0 + c;
           float v0 = 0.0f, v1 = 0.0f;
-          // Up to 16 slices' loads in flight at once (each a round trip to L2), added in order.
-          for (int s = 0; s < splits; s += 16) {
-            float a[16], b[16];
+          int s = 0;
+          for (; s + 4 <= splits; s += 4) {  // four slices' loads in flight at once, added in order
+            float a[4], b[4];
 #pragma unroll
-            for (int u = 0; u < 16; ++u) {
-              const bool in = s + u < splits;
-              a[u] = in ? __ldcg(src + (s + u) * mn) : 0.0f;
-              b[u] = in && two ? __ldcg(src + (s + u) * mn + 1) : 0.0f;
+            for (int u = 0; u < 4; ++u) {
+              a[u] = __ldcg(src + (s + u) * mn);
+              b[u] = two ? __ldcg(src + (s + u) * mn + 1) : 0.0f;
             }
 #pragma unroll
-            for (int u = 0; u < 16; ++u)
-              if (s + u < splits) {
-                v0 += a[u];
-                v1 += b[u];
-              }
+            for (int u = 0; u < 4; ++u) {
+              v0 += a[u];
+              v1 += b[u];
+            }
+          }
+          for (; s < splits; ++s) {
+            v0 += __ldcg(src + s * mn);
+            if (two) v1 += __ldcg(src + s * mn + 1);
           }
           splitk::store_pair(out, m0 + r, n0 + c, v0, v1);
         }
