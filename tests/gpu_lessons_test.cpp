@@ -523,6 +523,10 @@ TEST_P(SparseFfn, EveryVariantMatchesTheMaskedFfn) {
   EXPECT_EQ(ran, 6) << r.out;
   EXPECT_NE(r.out.find(std::string(c.sparsity) == "1" ? "nothing active" : "ideal speed-up"), std::string::npos)
       << r.out;
+  if (std::string(c.sparsity) != "1") {  // the floor: a kernel that only reads the active weights
+    EXPECT_GT(res.read_floor_ms, 0) << r.out;
+    EXPECT_NE(r.out.find("floor: a kernel that only reads"), std::string::npos) << r.out;
+  }
   fs::remove(json);
 }
 
