@@ -446,8 +446,14 @@ TEST_P(W4A16, EveryVariantMatchesAndDequantIsExact) {
     if (v.name != "paper" && v.name != "lop3" && v.name != "shuffled")
       EXPECT_EQ(v.bitwise_diffs, 0) << v.name << " is meant to be deterministic";
     if (v.name == "dequant_cublas") EXPECT_EQ(v.rel_err, 0.0) << "unpacked weights differ from the host's";
+    if (c.split > 0 && v.name == "direct") {
+      // At most 8 blocks a cluster and one unit a split: 8 k steps of 16 (swapped, M <= 8, or G = 128), else 4.
+      const int unit = c.s.m <= 8 || c.group == 128 ? 128 : 64;
+      const int units = ceil_div(ceil_div(c.s.k, 64) * 64, unit);
+      EXPECT_EQ(v.split_k, std::min({c.split, 8, units})) << v.name;
+    }
   }
-  EXPECT_EQ(ran, 7) << r.out;
+  EXPECT_EQ(ran, 8) << r.out;
   if (std::string(c.weights) == "random") EXPECT_NE(r.out.find("quantization error"), std::string::npos) << r.out;
   fs::remove(json);
 }
