@@ -39,6 +39,12 @@
 //                           each block adds its share of the columns straight from the
 //                           others' shared memory; no workspace, no zeroing, no
 //                           counter. All three give the same bits every run
+//   step 6  direct          (Hopper) no shared-memory pipeline at all: each lane loads
+//                           its 16 bytes per k step straight into registers, 8 steps
+//                           ahead (4 above M = 8), and refills a slot as it empties; no
+//                           barrier, no branch in the loop. A warp owns a 64-column
+//                           strip and a range of its k steps; the sums are added in
+//                           order in shared memory, then across a cluster
 //
 // Why faster: step 1 writes and reads the fp16 weights besides; step 2 reads a
 // quarter of the bytes, but pays a second barrier per slice, the unpacking and
@@ -46,7 +52,11 @@
 // instructions; step 4 cuts the shared-memory round trip of the fp16 tile;
 // step 5's cluster cuts what adding the splits costs (the memset of atomics, or
 // a workspace round trip behind a fence and a counter), which at N = K = 4096
-// and 8192 is as much time as the unpacking.
+// and 8192 is as much time as the unpacking; step 6 cuts the pipeline's own
+// start, barriers and refills, which nothing needs when no byte a block copies
+// is read twice (M <= 16). Whether its loads really stay in flight is the
+// compiler's doing: a branch or a selected load in the loop makes each step
+// wait for the load before it (docs/notes/07_w4a16.md).
 // What to look for: each variant's % of the copy's bandwidth, counting the
 // bytes it must read (int4 weights, scales, zeros, A, C); vs cuBLAS fp16;
 // under the report, the quantization error (the int4 weights against the
@@ -56,12 +66,13 @@
 // Preconditions: K a multiple of the group size (32, 64 or 128), checked
 // before any GPU work; any M and N >= 1 (the shuffled layout pads N to 256
 // and K to 64 with zero weights). --weights all0 / all15 sets every 4-bit value
-// to an extreme. The tiled kernels need sm_80, cluster sm_90.
+// to an extreme. The tiled kernels need sm_80, cluster and direct sm_90.
 //
 // Run:  build/bin/lesson07_w4a16                                (M = 1, N = K = 4096, G = 128)
 //       build/bin/lesson07_w4a16 --m 16 --n 16384 --k 16384
 //       build/bin/lesson07_w4a16 --m 1 --n 14336 --k 4096 --group-size 64
 //       build/bin/lesson07_w4a16 --m 128 --variant shuffled,in_order
+//       build/bin/lesson07_w4a16 --m 1 --n 8192 --k 8192 --variant in_order,direct
 // Measured: docs/lessons/07_w4a16.md.
 
 #include <cmath>
