@@ -115,6 +115,21 @@ __device__ __forceinline__ void dequant_word(uint32_t word, const TileDequant& d
   pairs[3] = as_u32(__hmul2(__hsub2(magic_half2<0x00F000F0u, 0x54005400u>(shifted), __high2half2(d.high)), s1));
 }
 
+// A lane's 16 shuffled bytes of one k step to its B fragments for the strip's
+// 8 column tiles (schedule/q4.hpp): word w holds tiles 2 w and 2 w + 1.
+__device__ __forceinline__ void dequant_fragments(uint4 bw, const TileDequant (&deq)[4], uint32_t (&bf)[8][2]) {
+  const uint32_t words[4] = {bw.x, bw.y, bw.z, bw.w};
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    uint32_t pairs[4];
+    dequant_word(words[w], deq[w], pairs);
+    bf[2 * w][0] = pairs[0];
+    bf[2 * w][1] = pairs[1];
+    bf[2 * w + 1][0] = pairs[2];
+    bf[2 * w + 1][1] = pairs[3];
+  }
+}
+
 // Step 1: the GPTQ-packed weights to fp16 W (K x N row-major), one word (8
 // values down a column) per thread, by conversion.
 __global__ void dequant_gptq_kernel(const uint32_t* __restrict__ bq, const __half* __restrict__ scales,

@@ -167,17 +167,8 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS) direct_w4_kernel(W4
         }
       }
       const uint4 bw = bring[u % S::U];
-      const uint32_t words[4] = {bw.x, bw.y, bw.z, bw.w};
       uint32_t bf[8][2];
-#pragma unroll
-      for (int w = 0; w < 4; ++w) {
-        uint32_t pairs[4];
-        dequant_word(words[w], deq[w], pairs);
-        bf[2 * w][0] = pairs[0];
-        bf[2 * w][1] = pairs[1];
-        bf[2 * w + 1][0] = pairs[2];
-        bf[2 * w + 1][1] = pairs[3];
-      }
+      dequant_fragments(bw, deq, bf);
       const uint32_t* af = aring[u % S::U];
       const uint32_t inside = s < steps ? ~0u : 0u;
       if constexpr (S::SWAP) {

@@ -273,17 +273,8 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS) shuffled_w4_kernel(
         deq[3] = tile_dequant(as_half2(zv.w), as_half2(sv.w));
       }
       const uint4 bw = *reinterpret_cast<const uint4*>(bstage + ((j * S::WARPS_N + strip) * 32 + lane) * 16);
-      const uint32_t words[4] = {bw.x, bw.y, bw.z, bw.w};
       uint32_t bf[8][2];
-#pragma unroll
-      for (int w = 0; w < 4; ++w) {
-        uint32_t pairs[4];
-        dequant_word(words[w], deq[w], pairs);
-        bf[2 * w][0] = pairs[0];
-        bf[2 * w][1] = pairs[1];
-        bf[2 * w + 1][0] = pairs[2];
-        bf[2 * w + 1][1] = pairs[3];
-      }
+      dequant_fragments(bw, deq, bf);
       uint32_t af[MT][4];
 #pragma unroll
       for (int i = 0; i < MT; ++i) ldmatrix_x4(af[i], a_stage + a_lane + 2 * (i * 16 * S::BLOCK_K + ((2 * j) ^ a_swz) * 8));
