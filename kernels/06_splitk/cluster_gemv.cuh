@@ -312,20 +312,10 @@ inline void launch_cluster(const GemmArgs& g, int requested, cudaStream_t stream
     // B is read once, 128 bytes of a row at a time: no 256-byte L2 requests.
     const CUtensorMap b_map = hopper::make_tensor_map_2d(g.b, g.k, g.n, kClusterStageK, kClusterCols,
                                                          CU_TENSOR_MAP_L2_PROMOTION_NONE);
-    cudaLaunchConfig_t config = {};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = unsigned(q.splits);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    config.gridDim = dim3(unsigned(q.grid), 1, 1);
-    config.blockDim = dim3(kClusterThreads, 1, 1);
-    config.dynamicSmemBytes = ClusterStage<T>::kSmem;
-    config.stream = stream;
-    config.attrs = attr;
-    config.numAttrs = 1;
+    const hopper::ClusterLaunch launch(dim3(unsigned(q.grid), 1, 1), kClusterThreads, ClusterStage<T>::kSmem, stream,
+                                       q.splits);
     cluster_kernel_ready<T>();
-    CUDA_CHECK(cudaLaunchKernelEx(&config, cluster_gemv_kernel<T>, a_map, b_map, g.c, g.m, g.n, g.k, q.splits,
+    CUDA_CHECK(cudaLaunchKernelEx(&launch.config, cluster_gemv_kernel<T>, a_map, b_map, g.c, g.m, g.n, g.k, q.splits,
                                   g.trace));
   });
   CUDA_CHECK_LAUNCH();

@@ -243,18 +243,9 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS) direct_w4_kernel(W4
     hopper::cluster_sync();  // every block's tile is complete
     for (int q = q0 + tid; q < q1; q += S::THREADS) {
       const int row = q / PAIRS_ROW, col = 2 * (q % PAIRS_ROW);
-      float2 v[kDirectMaxSplit];
-#pragma unroll
-      for (int r = 0; r < kDirectMaxSplit; ++r)
-        if (r < splits) v[r] = *hopper::cluster_peer(reinterpret_cast<const float2*>(&sm.tile[row][col]), uint32_t(r));
-      float v0 = 0.0f, v1 = 0.0f;
-#pragma unroll
-      for (int r = 0; r < kDirectMaxSplit; ++r)
-        if (r < splits) {
-          v0 += v[r].x;
-          v1 += v[r].y;
-        }
-      splitk::store_pair(out, m0 + row, n0 + col, v0, v1);
+      const float2 v = hopper::cluster_sum_in_order<kDirectMaxSplit>(
+          reinterpret_cast<const float2*>(&sm.tile[row][col]), splits);
+      splitk::store_pair(out, m0 + row, n0 + col, v.x, v.y);
     }
     hopper::cluster_sync();  // no block leaves while the others read its tile
   } else {
@@ -345,19 +336,9 @@ template <class S>
 void launch_direct_with(const W4Args& a, const splitk::SplitKPlanned& q, cudaStream_t stream) {
   W4Args p = a;
   int splits = q.splits;
-  cudaLaunchConfig_t config = {};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = unsigned(splits);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  config.gridDim = dim3(unsigned(q.tiles_n * splits), unsigned(q.tiles_m), 1);
-  config.blockDim = dim3(S::THREADS, 1, 1);
-  config.dynamicSmemBytes = 0;
-  config.stream = stream;
-  config.attrs = attr;
-  config.numAttrs = 1;
-  CUDA_CHECK(cudaLaunchKernelEx(&config, direct_w4_kernel<S>, p, splits));
+  const hopper::ClusterLaunch launch(dim3(unsigned(q.tiles_n * splits), unsigned(q.tiles_m), 1), S::THREADS, 0, stream,
+                                     splits);
+  CUDA_CHECK(cudaLaunchKernelEx(&launch.config, direct_w4_kernel<S>, p, splits));
   CUDA_CHECK_LAUNCH();
 }
 

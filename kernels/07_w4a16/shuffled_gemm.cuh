@@ -332,20 +332,10 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS) shuffled_w4_kernel(
       const int r = q / width, c = 2 * (p0 + q % width);
       if (n0 + c >= p.n) continue;
       const float* mine = tile + r * S::TILE_LD + c;
-      // Every split's pair in flight at once (a remote read takes hundreds of
-      // cycles), then added in split order.
-      float2 v[kShuffledMaxClusterSplit];
-#pragma unroll
-      for (int s = 0; s < kShuffledMaxClusterSplit; ++s)
-        if (s < splits) v[s] = *reinterpret_cast<const float2*>(hopper::cluster_peer(mine, uint32_t(s)));
-      float v0 = 0.0f, v1 = 0.0f;
-#pragma unroll
-      for (int s = 0; s < kShuffledMaxClusterSplit; ++s)
-        if (s < splits) {
-          v0 += v[s].x;
-          v1 += v[s].y;
-        }
-      splitk::store_pair(out, m0 + r, n0 + c, v0, v1);
+      // Every split's pair in flight at once, then added in split order.
+      const float2 v =
+          hopper::cluster_sum_in_order<kShuffledMaxClusterSplit>(reinterpret_cast<const float2*>(mine), splits);
+      splitk::store_pair(out, m0 + r, n0 + c, v.x, v.y);
     }
     hopper::cluster_sync();  // no block leaves while the others read its tile
   } else if constexpr (R == Combine::atomic) {
@@ -553,20 +543,9 @@ void launch_shuffled_with(const W4Args& a, const splitk::SplitKPlanned& q, cudaS
   W4Args p = a;
   int splits = q.splits;
   if constexpr (R == Combine::cluster) {
-    cudaLaunchConfig_t config = {};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = unsigned(splits);
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    config.gridDim = dim3(unsigned(q.grid), 1, 1);
-    config.blockDim = dim3(S::THREADS, 1, 1);
-    config.dynamicSmemBytes = size_t(S::SMEM_BYTES);
-    config.stream = stream;
-    config.attrs = attr;
-    config.numAttrs = 1;
+    const hopper::ClusterLaunch launch(dim3(unsigned(q.grid), 1, 1), S::THREADS, size_t(S::SMEM_BYTES), stream, splits);
     shuffled_kernel_ready<S, R>();
-    CUDA_CHECK(cudaLaunchKernelEx(&config, shuffled_w4_kernel<S, R>, p, splits));
+    CUDA_CHECK(cudaLaunchKernelEx(&launch.config, shuffled_w4_kernel<S, R>, p, splits));
   } else {
     void* args[] = {&p, &splits};
     CUDA_CHECK(cudaLaunchKernel(shuffled_kernel_ready<S, R>(), dim3(unsigned(q.grid)), dim3(S::THREADS), args,

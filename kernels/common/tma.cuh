@@ -85,24 +85,35 @@ inline CUtensorMap make_tensor_map_2d(const __half* base, int rows, int cols, in
   return map;
 }
 
+// A launch configuration with a 1-D cluster of `cluster` blocks along x. Not
+// copyable: the configuration points at the attribute it holds.
+struct ClusterLaunch {
+  cudaLaunchConfig_t config = {};
+  cudaLaunchAttribute attr[1] = {};
+  ClusterLaunch(dim3 grid, int threads, size_t smem_bytes, cudaStream_t stream, int cluster) {
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = unsigned(cluster);
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    config.gridDim = grid;
+    config.blockDim = dim3(unsigned(threads), 1, 1);
+    config.dynamicSmemBytes = smem_bytes;
+    config.stream = stream;
+    config.attrs = attr;
+    config.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+
 // How many clusters of `cluster` blocks of this kernel can run at once. The
 // GPCs decide, not only the SM count: a cluster's blocks share one GPC, and
 // an H100's GPCs do not all have the same number of SMs, so clusters of 4 or
 // 8 blocks of one SM each fill fewer than SMs / cluster slots.
 inline int max_active_clusters(const void* kernel, int cluster, int threads, int smem_bytes) {
-  cudaLaunchConfig_t config = {};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = unsigned(cluster);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  config.gridDim = dim3(unsigned(cluster * sm_count()), 1, 1);
-  config.blockDim = dim3(unsigned(threads), 1, 1);
-  config.dynamicSmemBytes = size_t(smem_bytes);
-  config.attrs = attr;
-  config.numAttrs = 1;
+  const ClusterLaunch launch(dim3(unsigned(cluster * sm_count()), 1, 1), threads, size_t(smem_bytes), nullptr, cluster);
   int clusters = 0;
-  CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+  CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.config));
   return clusters;
 }
 
@@ -219,6 +230,26 @@ __device__ __forceinline__ const T* cluster_peer(const T* local, uint32_t cta_ra
   (void)cta_rank;
   return local;
 #endif
+}
+
+// The sum of the float pair at `mine`'s offset over cluster blocks 0 ..
+// blocks - 1, added in that order (the same bits every run); every block's
+// pair is read before any is added, so the remote reads (hundreds of cycles
+// each) are in flight together. MAX_BLOCKS bounds `blocks`.
+template <int MAX_BLOCKS>
+__device__ __forceinline__ float2 cluster_sum_in_order(const float2* mine, int blocks) {
+  float2 v[MAX_BLOCKS];
+#pragma unroll
+  for (int r = 0; r < MAX_BLOCKS; ++r)
+    if (r < blocks) v[r] = *cluster_peer(mine, uint32_t(r));
+  float2 sum = make_float2(0.0f, 0.0f);
+#pragma unroll
+  for (int r = 0; r < MAX_BLOCKS; ++r)
+    if (r < blocks) {
+      sum.x += v[r].x;
+      sum.y += v[r].y;
+    }
+  return sum;
 }
 
 // One arrival on the barrier at the same shared-memory offset as `bar` in the
