@@ -80,6 +80,7 @@
 
 #include "07_w4a16/dequant.cuh"
 #include "07_w4a16/direct_gemm.cuh"
+#include "07_w4a16/warp_ring_gemm.cuh"
 #include "07_w4a16/gptq_gemm.cuh"
 #include "07_w4a16/shuffled_gemm.cuh"
 #include "harness/catalog.hpp"
@@ -356,6 +357,27 @@ Variant direct() {
   return v;
 }
 
+Variant warp_ring() {
+  Variant v = base_variant("warp_ring", "each warp its own ring of steps in shared memory, filled with cp.async and "
+                                        "waited for step by step by the hardware's group count; no barrier");
+  v.min_cc = 90;  // clusters and distributed shared memory
+  v.config = [](const ProblemSize& s) {
+    return splitk::kernel_config(plan_ring(s.m, s.n, s.k, group_size(s), requested_split(s)), false);
+  };
+  v.launch = [](const Buffers& b, cudaStream_t st) { launch_ring(w4_args(b), requested_split(b.size), st); };
+  v.note = [](const ProblemSize& s) {
+    const splitk::SplitKPlanned q = plan_ring(s.m, s.n, s.k, group_size(s), requested_split(s));
+    if (q.wanted > q.splits && q.splits == kDirectMaxSplit && q.wanted <= q.k_tiles)
+      return "split " + std::to_string(q.wanted) + " clamped to " + std::to_string(q.splits) + " (at most " +
+             std::to_string(kDirectMaxSplit) + " blocks a cluster)";
+    return split_clamp_note(q.wanted, q.splits, q.k_tiles);
+  };
+  v.model = [](const ProblemSize&, const KernelConfig& c, const GpuInfo& gpu) {
+    return split_wave_line(c, gpu, c.blocks_per_sm);
+  };
+  return v;
+}
+
 std::vector<Variant> variants() {
   return {
       dequant_cublas(),
@@ -370,6 +392,7 @@ std::vector<Variant> variants() {
       shuffled<Combine::cluster>("cluster", "the shuffled kernel, a tile's splits one cluster, adding each other's "
                                             "tiles from shared memory in order"),
       direct(),
+      warp_ring(),
   };
 }
 

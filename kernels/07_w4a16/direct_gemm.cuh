@@ -74,6 +74,71 @@ struct DirectSmem {
 // One 16-byte word of weights, read once: streamed past L1.
 __device__ __forceinline__ uint4 load_weights(const uint4* p) { return __ldcs(p); }
 
+// The end of a strip's k range: each warp's partial sums go to shared memory
+// as (token, column) of the strip (`mine` is this warp's [ROWS][COLS]), the
+// block adds its warps' in order into `tile`, and the cluster's blocks add
+// each other's tiles in order through distributed shared memory, block
+// `rank` storing its share of the strip's column pairs. The same bits every
+// run: no workspace, no atomics.
+template <class S, class Acc>
+__device__ __forceinline__ void add_strip_in_order(const Acc& acc, float (*mine)[S::COLS],
+                                                   const float (*part)[S::ROWS][S::COLS], float (*tile)[S::COLS],
+                                                   const W4Args& p, int strip, int rank, int splits, int m0,
+                                                   int valid_rows) {
+  const int tid = int(threadIdx.x), lane = tid % 32;
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int i = 0; i < (S::SWAP ? 4 : 8); ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      int row, col;
+      if constexpr (S::SWAP) {
+        row = 2 * t + (e & 1);
+        col = 16 * i + g + 8 * (e >> 1);
+      } else {
+        row = g + 8 * (e >> 1);
+        col = 8 * i + 2 * t + (e & 1);
+      }
+      mine[row][col] = acc[i][e];
+    }
+  __syncthreads();
+  // The block's sum, warps in order, of the rows that exist.
+  for (int q = tid; q < valid_rows * S::COLS; q += S::THREADS) {
+    const int row = q / S::COLS, col = q % S::COLS;
+    float v = 0.0f;
+#pragma unroll
+    for (int w = 0; w < S::WARPS; ++w) v += part[w][row][col];
+    tile[row][col] = v;
+  }
+
+  // The cluster's sum, blocks in order: block `rank` stores its share of the
+  // strip's column pairs.
+  splitk::SplitKParams out{};
+  out.c = p.c;
+  out.m = p.m;
+  out.n = p.n;
+  const int n0 = strip * S::COLS;
+  constexpr int PAIRS_ROW = S::COLS / 2;
+  const int pairs = valid_rows * PAIRS_ROW;
+  const int q0 = int(int64_t(pairs) * rank / splits), q1 = int(int64_t(pairs) * (rank + 1) / splits);
+  if (splits > 1) {
+    hopper::cluster_sync();  // every block's tile is complete
+    for (int q = q0 + tid; q < q1; q += S::THREADS) {
+      const int row = q / PAIRS_ROW, col = 2 * (q % PAIRS_ROW);
+      const float2 v =
+          hopper::cluster_sum_in_order<kDirectMaxSplit>(reinterpret_cast<const float2*>(&tile[row][col]), splits);
+      splitk::store_pair(out, m0 + row, n0 + col, v.x, v.y);
+    }
+    hopper::cluster_sync();  // no block leaves while the others read its tile
+  } else {
+    __syncthreads();
+    for (int q = tid; q < pairs; q += S::THREADS) {
+      const int row = q / PAIRS_ROW, col = 2 * (q % PAIRS_ROW);
+      splitk::store_pair(out, m0 + row, n0 + col, tile[row][col], tile[row][col + 1]);
+    }
+  }
+}
+
 template <class S>
 __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS) direct_w4_kernel(W4Args p, int splits) {
   __shared__ __align__(16) DirectSmem<S> sm;
@@ -204,57 +269,7 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS) direct_w4_kernel(W4
     unit(s0, false);  // the last unit: nothing left to load
   }
 
-  // Each warp's partial sums into shared memory, as (token, column) of the strip.
-#pragma unroll
-  for (int i = 0; i < (S::SWAP ? 4 : 8); ++i)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      int row, col;
-      if constexpr (S::SWAP) {
-        row = 2 * t + (e & 1);
-        col = 16 * i + g + 8 * (e >> 1);
-      } else {
-        row = g + 8 * (e >> 1);
-        col = 8 * i + 2 * t + (e & 1);
-      }
-      sm.part[warp][row][col] = acc[i][e];
-    }
-  __syncthreads();
-  // The block's sum, warps in order, of the rows that exist.
-  for (int q = tid; q < valid_rows * S::COLS; q += S::THREADS) {
-    const int row = q / S::COLS, col = q % S::COLS;
-    float v = 0.0f;
-#pragma unroll
-    for (int w = 0; w < S::WARPS; ++w) v += sm.part[w][row][col];
-    sm.tile[row][col] = v;
-  }
-
-  // The cluster's sum, blocks in order: block `rank` stores its share of the
-  // strip's column pairs.
-  splitk::SplitKParams out{};
-  out.c = p.c;
-  out.m = p.m;
-  out.n = p.n;
-  const int n0 = strip * S::COLS;
-  constexpr int PAIRS_ROW = S::COLS / 2;
-  const int pairs = valid_rows * PAIRS_ROW;
-  const int q0 = int(int64_t(pairs) * rank / splits), q1 = int(int64_t(pairs) * (rank + 1) / splits);
-  if (splits > 1) {
-    hopper::cluster_sync();  // every block's tile is complete
-    for (int q = q0 + tid; q < q1; q += S::THREADS) {
-      const int row = q / PAIRS_ROW, col = 2 * (q % PAIRS_ROW);
-      const float2 v = hopper::cluster_sum_in_order<kDirectMaxSplit>(
-          reinterpret_cast<const float2*>(&sm.tile[row][col]), splits);
-      splitk::store_pair(out, m0 + row, n0 + col, v.x, v.y);
-    }
-    hopper::cluster_sync();  // no block leaves while the others read its tile
-  } else {
-    __syncthreads();
-    for (int q = tid; q < pairs; q += S::THREADS) {
-      const int row = q / PAIRS_ROW, col = 2 * (q % PAIRS_ROW);
-      splitk::store_pair(out, m0 + row, n0 + col, sm.tile[row][col], sm.tile[row][col + 1]);
-    }
-  }
+  add_strip_in_order<S>(acc, sm.part[warp], sm.part, sm.tile, p, strip, rank, splits, m0, valid_rows);
   trace_end(p.trace, int(blockIdx.y * gridDim.x + blockIdx.x), int(blockIdx.y), strip,
             16 * int(int64_t(units) * rank / splits) * S::L,
             min(p.k, 16 * int(int64_t(units) * (rank + 1) / splits) * S::L), t0);

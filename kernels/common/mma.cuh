@@ -111,6 +111,29 @@ __device__ __forceinline__ void cp_async_16_zero_fill(uint32_t smem_address, con
 #endif
 }
 
+// The same through L1 (.ca): for data other blocks on the SM read too.
+__device__ __forceinline__ void cp_async_16_ca_zero_fill(uint32_t smem_address, const void* gmem, int src_bytes) {
+#if WB_HAS_MMA_SYNC_SM80
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address), "l"(gmem), "r"(src_bytes)
+               : "memory");
+#else
+  (void)smem_address; (void)gmem; (void)src_bytes;
+  __trap();
+#endif
+}
+
+// Copies 4 bytes global -> shared through L1 (.ca: the only kind that takes
+// 4 bytes), zero-filled where `src_bytes` is 0. Both addresses 4-byte aligned.
+__device__ __forceinline__ void cp_async_4_zero_fill(uint32_t smem_address, const void* gmem, int src_bytes) {
+#if WB_HAS_MMA_SYNC_SM80
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_address), "l"(gmem), "r"(src_bytes)
+               : "memory");
+#else
+  (void)smem_address; (void)gmem; (void)src_bytes;
+  __trap();
+#endif
+}
+
 // Closes the group of cp.async issued by this thread since the last commit.
 __device__ __forceinline__ void cp_async_commit_group() {
 #if WB_HAS_MMA_SYNC_SM80
