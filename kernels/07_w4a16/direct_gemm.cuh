@@ -309,7 +309,7 @@ splitk::SplitKPlanned direct_plan_for(int m, int n, int k, int requested) {
   q.smem = int(sizeof(DirectSmem<S>));
   q.stages = S::U;
   q.tiles_m = ceil_div(m, S::ROWS);
-  q.tiles_n = int(q4::padded_n(n) / S::COLS);
+  q.tiles_n = ceil_div(n, S::COLS);  // strips wholly in the padding are left out
   q.k_tiles = int((q4::padded_k(k) / 16 + S::L - 1) / S::L);
   static const int resident = std::max(1, blocks_per_sm(direct_kernel_ready<S>(), S::THREADS, 0));
   static const int sms = sm_count();

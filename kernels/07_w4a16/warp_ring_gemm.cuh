@@ -252,7 +252,7 @@ splitk::SplitKPlanned ring_plan_with(int m, int n, int k, int wanted) {
   q.smem = ring_smem_bytes<S>();
   q.stages = S::U;
   q.tiles_m = ceil_div(m, S::ROWS);
-  q.tiles_n = int(q4::padded_n(n) / S::COLS);
+  q.tiles_n = ceil_div(n, S::COLS);  // strips wholly in the padding are left out
   q.k_tiles = int((q4::padded_k(k) / 16 + S::GSTEPS - 1) / S::GSTEPS);
   static const int resident = std::max(1, blocks_per_sm(ring_kernel_ready<S>(), S::THREADS, ring_smem_bytes<S>()));
   static const int sms = sm_count();
@@ -273,7 +273,7 @@ splitk::SplitKPlanned ring_plan_with(int m, int n, int k, int wanted) {
 // SM); never so many warps that some would have no group to read.
 inline splitk::SplitKPlanned plan_ring(int m, int n, int k, int group_size, int requested) {
   const bool swap = m <= 8;
-  const int64_t tiles = int64_t(ceil_div(m, swap ? 8 : 16)) * (q4::padded_n(n) / q4::kStripColumns);
+  const int64_t tiles = int64_t(ceil_div(m, swap ? 8 : 16)) * ceil_div(n, q4::kStripColumns);
   const int groups = int((q4::padded_k(k) + group_size - 1) / group_size);
   auto one_wave = [&](int warps, int split) {
     return split * warps <= groups &&
