@@ -45,6 +45,12 @@
 //                           barrier, no branch in the loop. A warp owns a 64-column
 //                           strip and a range of its k steps; the sums are added in
 //                           order in shared memory, then across a cluster
+//   step 7  warp_ring       (Hopper) step 6 with each warp's ring in shared memory:
+//                           every lane copies its 16 bytes of a step with cp.async, one
+//                           commit group a step, and waits with cp.async.wait_group for
+//                           the oldest step alone; the activations come the same way
+//                           (read with ldmatrix), the warp's lanes meet at __syncwarp,
+//                           never at a block barrier
 //
 // Why faster: step 1 writes and reads the fp16 weights besides; step 2 reads a
 // quarter of the bytes, but pays a second barrier per slice, the unpacking and
@@ -56,9 +62,14 @@
 // start, barriers and refills, which nothing needs when no byte a block copies
 // is read twice (M <= 16). Whether its loads really stay in flight is the
 // compiler's doing: a branch or a selected load in the loop makes each step
-// wait for the load before it (docs/notes/07_w4a16.md).
+// wait for the load before it, and a step that needs the oldest of a ring's
+// loads waits for all of them (they share one scoreboard). Step 7 hands the
+// counting to the hardware: cp.async's groups let a warp wait for one step
+// while the next seven are still coming (docs/notes/07_w4a16.md).
 // What to look for: each variant's % of the copy's bandwidth, counting the
 // bytes it must read (int4 weights, scales, zeros, A, C); vs cuBLAS fp16;
+// steps 6 and 7 ahead of step 5 at M <= 16 and N = K <= 8192, all level at
+// 16384;
 // under the report, the quantization error (the int4 weights against the
 // original fp16 ones) beside the kernels' own (the fp64 check, made on the
 // dequantized weights: fp16 rounding only).
@@ -66,13 +77,14 @@
 // Preconditions: K a multiple of the group size (32, 64 or 128), checked
 // before any GPU work; any M and N >= 1 (the shuffled layout pads N to 256
 // and K to 64 with zero weights). --weights all0 / all15 sets every 4-bit value
-// to an extreme. The tiled kernels need sm_80, cluster and direct sm_90.
+// to an extreme. The tiled kernels need sm_80; cluster, direct and warp_ring
+// sm_90.
 //
 // Run:  build/bin/lesson07_w4a16                                (M = 1, N = K = 4096, G = 128)
 //       build/bin/lesson07_w4a16 --m 16 --n 16384 --k 16384
 //       build/bin/lesson07_w4a16 --m 1 --n 14336 --k 4096 --group-size 64
 //       build/bin/lesson07_w4a16 --m 128 --variant shuffled,in_order
-//       build/bin/lesson07_w4a16 --m 1 --n 8192 --k 8192 --variant in_order,direct
+//       build/bin/lesson07_w4a16 --m 1 --n 8192 --k 8192 --variant in_order,direct,warp_ring
 // Measured: docs/lessons/07_w4a16.md.
 
 #include <cmath>
