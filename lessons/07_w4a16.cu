@@ -348,37 +348,17 @@ Variant shuffled(const char* name, const char* what) {
   return v;
 }
 
-Variant direct() {
-  Variant v = base_variant("direct", "the weights loaded straight into registers, steps ahead, no shared-memory "
-                                     "pipeline; a strip's k split over warps and a cluster, added in order");
+// Steps 6 and 7: a strip per block, its k split over the warps and a cluster.
+template <splitk::SplitKPlanned (*Plan)(int, int, int, int, int), void (*Launch)(const W4Args&, int, cudaStream_t)>
+Variant strip_variant(const char* name, const char* what) {
+  Variant v = base_variant(name, what);
   v.min_cc = 90;  // clusters and distributed shared memory
   v.config = [](const ProblemSize& s) {
-    return splitk::kernel_config(plan_direct(s.m, s.n, s.k, group_size(s), requested_split(s)), false);
+    return splitk::kernel_config(Plan(s.m, s.n, s.k, group_size(s), requested_split(s)), false);
   };
-  v.launch = [](const Buffers& b, cudaStream_t st) { launch_direct(w4_args(b), requested_split(b.size), st); };
+  v.launch = [](const Buffers& b, cudaStream_t st) { Launch(w4_args(b), requested_split(b.size), st); };
   v.note = [](const ProblemSize& s) {
-    const splitk::SplitKPlanned q = plan_direct(s.m, s.n, s.k, group_size(s), requested_split(s));
-    if (q.wanted > q.splits && q.splits == kDirectMaxSplit && q.wanted <= q.k_tiles)
-      return "split " + std::to_string(q.wanted) + " clamped to " + std::to_string(q.splits) + " (at most " +
-             std::to_string(kDirectMaxSplit) + " blocks a cluster)";
-    return split_clamp_note(q.wanted, q.splits, q.k_tiles);
-  };
-  v.model = [](const ProblemSize&, const KernelConfig& c, const GpuInfo& gpu) {
-    return split_wave_line(c, gpu, c.blocks_per_sm);
-  };
-  return v;
-}
-
-Variant warp_ring() {
-  Variant v = base_variant("warp_ring", "each warp its own ring of steps in shared memory, filled with cp.async and "
-                                        "waited for step by step by the hardware's group count; no barrier");
-  v.min_cc = 90;  // clusters and distributed shared memory
-  v.config = [](const ProblemSize& s) {
-    return splitk::kernel_config(plan_ring(s.m, s.n, s.k, group_size(s), requested_split(s)), false);
-  };
-  v.launch = [](const Buffers& b, cudaStream_t st) { launch_ring(w4_args(b), requested_split(b.size), st); };
-  v.note = [](const ProblemSize& s) {
-    const splitk::SplitKPlanned q = plan_ring(s.m, s.n, s.k, group_size(s), requested_split(s));
+    const splitk::SplitKPlanned q = Plan(s.m, s.n, s.k, group_size(s), requested_split(s));
     if (q.wanted > q.splits && q.splits == kDirectMaxSplit && q.wanted <= q.k_tiles)
       return "split " + std::to_string(q.wanted) + " clamped to " + std::to_string(q.splits) + " (at most " +
              std::to_string(kDirectMaxSplit) + " blocks a cluster)";
@@ -403,8 +383,12 @@ std::vector<Variant> variants() {
                                                 "in order"),
       shuffled<Combine::cluster>("cluster", "the shuffled kernel, a tile's splits one cluster, adding each other's "
                                             "tiles from shared memory in order"),
-      direct(),
-      warp_ring(),
+      strip_variant<plan_direct, launch_direct>("direct", "the weights loaded straight into registers, steps ahead, "
+                                                          "no shared-memory pipeline; a strip's k split over warps "
+                                                          "and a cluster, added in order"),
+      strip_variant<plan_ring, launch_ring>("warp_ring", "each warp its own ring of steps in shared memory, filled "
+                                                         "with cp.async and waited for step by step by the "
+                                                         "hardware's group count; no block barrier in the loop"),
   };
 }
 
