@@ -69,10 +69,9 @@
 // What to look for: each variant's % of the copy's bandwidth, counting the
 // bytes it must read (int4 weights, scales, zeros, A, C); vs cuBLAS fp16;
 // steps 6 and 7 ahead of step 5 at M <= 16 and N = K <= 8192, all level at
-// 16384;
-// under the report, the quantization error (the int4 weights against the
-// original fp16 ones) beside the kernels' own (the fp64 check, made on the
-// dequantized weights: fp16 rounding only).
+// 16384; under the report, the quantization error (the int4 weights against
+// the original fp16 ones) beside the kernels' own (the fp64 check, made on
+// the dequantized weights: fp16 rounding only).
 //
 // Preconditions: K a multiple of the group size (32, 64 or 128), checked
 // before any GPU work; any M and N >= 1 (the shuffled layout pads N to 256
