@@ -39,12 +39,10 @@
 //                           each block adds its share of the columns straight from the
 //                           others' shared memory; no workspace, no zeroing, no
 //                           counter. All three give the same bits every run
-//   step 6  direct          (Hopper) no shared-memory pipeline at all: each lane loads
-//                           its 16 bytes per k step straight into registers, 8 steps
-//                           ahead (4 above M = 8), and refills a slot as it empties; no
-//                           barrier, no branch in the loop. A warp owns a 64-column
-//                           strip and a range of its k steps; the sums are added in
-//                           order in shared memory, then across a cluster
+//   step 6  direct          (Hopper) no shared-memory pipeline: each lane loads its 16
+//                           bytes per k step straight into a ring of registers; a warp
+//                           owns a 64-column strip and a range of its k steps, the sums
+//                           added in order in shared memory, then across a cluster
 //   step 7  warp_ring       (Hopper) step 6 with each warp's ring in shared memory:
 //                           every lane copies its 16 bytes of a step with cp.async, one
 //                           commit group a step, and waits with cp.async.wait_group for
@@ -53,19 +51,14 @@
 //                           never at a block barrier
 //
 // Why faster: step 1 writes and reads the fp16 weights besides; step 2 reads a
-// quarter of the bytes, but pays a second barrier per slice, the unpacking and
-// scattered stores into shared memory; step 3 cuts the unpacking's
-// instructions; step 4 cuts the shared-memory round trip of the fp16 tile;
-// step 5's cluster cuts what adding the splits costs (the memset of atomics, or
-// a workspace round trip behind a fence and a counter), which at N = K = 4096
-// and 8192 is as much time as the unpacking; step 6 cuts the pipeline's own
-// start, barriers and refills, which nothing needs when no byte a block copies
-// is read twice (M <= 16). Whether its loads really stay in flight is the
-// compiler's doing: a branch or a selected load in the loop makes each step
-// wait for the load before it, and a step that needs the oldest of a ring's
-// loads waits for all of them (they share one scoreboard). Step 7 hands the
-// counting to the hardware: cp.async's groups let a warp wait for one step
-// while the next seven are still coming (docs/notes/07_w4a16.md).
+// quarter of the bytes but unpacks into shared memory behind a second
+// barrier; step 3 cuts the unpacking's instructions, step 4 the fp16 tile's
+// round trip; step 5's cluster cuts the cost of adding the splits (a memset,
+// or a workspace behind a fence); step 6 drops the block-wide pipeline, which
+// nothing needs when no byte a block copies is read twice (M <= 16); step 7
+// lets a warp wait for one step while the next seven are still coming, where
+// step 6's loads, sharing one scoreboard, were waited for all at once
+// (docs/notes/07_w4a16.md).
 // What to look for: each variant's % of the copy's bandwidth, counting the
 // bytes it must read (int4 weights, scales, zeros, A, C); vs cuBLAS fp16;
 // steps 6 and 7 ahead of step 5 at M <= 16 and N = K <= 8192, all level at
