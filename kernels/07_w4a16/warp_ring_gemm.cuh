@@ -116,8 +116,8 @@ __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int sp
   auto issue = [&](int slot, int s) {
     cp_async_16_zero_fill(shared_address(&r.w[slot][lane]), b_lane + int64_t(s) * kStepWords, 16);
     if (a_copies)
-      cp_async_16_ca_zero_fill(shared_address(&r.a[slot][a_row][ring_chunk(a_row, a_half)]),
-                               a_src + int64_t(min(s, k_steps - 1)) * 16, a_in && s < k_steps ? 16 : 0);
+      cp_async_16_zero_fill<true>(shared_address(&r.a[slot][a_row][ring_chunk(a_row, a_half)]),
+                                  a_src + int64_t(min(s, k_steps - 1)) * 16, a_in && s < k_steps ? 16 : 0);
     if (s % S::GSTEPS == 0 && lane < 16) {
       const int grp = s / S::GSTEPS;
       cp_async_16_zero_fill(shared_address(&r.sz[grp % WarpRing<S>::NG][sz_row][a_half]),

@@ -96,38 +96,21 @@ __device__ __forceinline__ void mma_m16n8k16_f32(float (&d)[4], const uint32_t (
 }
 
 // ---------------------------------------------------------------- cp.async
-// Copies 16 bytes global -> shared, bypassing L1 (.cg). Only the first
+// Copies 16 bytes global -> shared, bypassing L1 (.cg), or through it (.ca,
+// kThroughL1: for data other blocks on the SM read too). Only the first
 // `src_bytes` (0..16) are read; the rest of the 16 shared bytes are zero-filled.
 // That is how a tile hanging over the matrix edge is padded with zeros: pass 0
 // for a chunk that lies wholly outside (the source address must still be a valid
 // one; it is not read). Both addresses must be 16-byte aligned.
+template <bool kThroughL1 = false>
 __device__ __forceinline__ void cp_async_16_zero_fill(uint32_t smem_address, const void* gmem, int src_bytes) {
 #if WB_HAS_MMA_SYNC_SM80
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address), "l"(gmem), "r"(src_bytes)
-               : "memory");
-#else
-  (void)smem_address; (void)gmem; (void)src_bytes;
-  __trap();
-#endif
-}
-
-// The same through L1 (.ca): for data other blocks on the SM read too.
-__device__ __forceinline__ void cp_async_16_ca_zero_fill(uint32_t smem_address, const void* gmem, int src_bytes) {
-#if WB_HAS_MMA_SYNC_SM80
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address), "l"(gmem), "r"(src_bytes)
-               : "memory");
-#else
-  (void)smem_address; (void)gmem; (void)src_bytes;
-  __trap();
-#endif
-}
-
-// Copies 4 bytes global -> shared through L1 (.ca: the only kind that takes
-// 4 bytes), zero-filled where `src_bytes` is 0. Both addresses 4-byte aligned.
-__device__ __forceinline__ void cp_async_4_zero_fill(uint32_t smem_address, const void* gmem, int src_bytes) {
-#if WB_HAS_MMA_SYNC_SM80
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_address), "l"(gmem), "r"(src_bytes)
-               : "memory");
+  if constexpr (kThroughL1)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address), "l"(gmem), "r"(src_bytes)
+                 : "memory");
+  else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address), "l"(gmem), "r"(src_bytes)
+                 : "memory");
 #else
   (void)smem_address; (void)gmem; (void)src_bytes;
   __trap();
