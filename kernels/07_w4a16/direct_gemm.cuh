@@ -25,9 +25,10 @@
 // k range one after another, and the blocks of a cluster (up to 8, launched
 // together on one GPC) split the strip's k further. At the end each warp's
 // partial sums go to shared memory, the block adds its warps' in order, and
-// after a cluster barrier each block adds its share of the columns from every
-// block of the cluster, in order, through distributed shared memory: no
-// workspace, no atomics, no memset, the same bits every run.
+// each block pushes the others their shares of its sums through distributed
+// shared memory (st.async, counted on the receiver's barrier), then adds its
+// own share from every block of the cluster, in order: no workspace, no
+// atomics, no memset, no fence, the same bits every run.
 //
 // Up to M = 8 the roles are swapped as in Shuffled8 (the weights are the
 // mma's 16-row operand, the tokens its 8 columns); above, a block takes 16
@@ -49,6 +50,12 @@ namespace wb::w4a16 {
 // The most blocks a cluster of the direct kernel holds (the portable size).
 constexpr int kDirectMaxSplit = 8;
 
+// The row stride of a warp's partial sums in shared memory, padded so that a
+// warp's stores of its accumulators meet no bank conflict: swapped, lanes
+// store rows 2 t (a stride of 68 floats puts t's rows 8 banks apart, g's
+// columns fill them); unswapped, rows g as float pairs (72: 8 banks apart).
+constexpr int strip_part_ld(bool swap) { return q4::kStripColumns + (swap ? 4 : 8); }
+
 template <bool SWAP_, int U_, int GSTEPS_>
 struct DirectShape {
   static constexpr bool SWAP = SWAP_;             // tokens as the mma's 8 columns (M <= 8)
@@ -61,32 +68,59 @@ struct DirectShape {
   static constexpr int NSZ = U > GSTEPS ? U / GSTEPS : 1;  // groups whose scales are in flight
   static constexpr int AR = SWAP ? 2 : 4;         // activation registers per step
   static constexpr int COLS = q4::kStripColumns;
+  static constexpr int PART_LD = strip_part_ld(SWAP);  // a warp's partial sums: row stride in floats
   static constexpr int MIN_BLOCKS = 2;
   static_assert(L % U == 0 && L % GSTEPS == 0, "the body holds whole rings and whole groups");
 };
 
+// The inbox that the cluster's other blocks push their shares of this block's
+// columns into (a row per sending block), counted on its barrier. It is
+// written while this block may still be in its loop: it shares no memory.
+template <class S>
+struct StripInbox {
+  float2 pairs[S::ROWS * S::COLS / 2 + kDirectMaxSplit];
+  uint64_t full;
+};
+
 template <class S>
 struct DirectSmem {
-  float part[S::WARPS][S::ROWS][S::COLS];  // each warp's partial sums
-  float tile[S::ROWS][S::COLS];            // the block's, read by the cluster
+  float part[S::WARPS][S::ROWS][S::PART_LD];  // each warp's partial sums
+  float tile[S::ROWS][S::COLS];               // the block's
+  StripInbox<S> inbox;
 };
 
 // One 16-byte word of weights, read once: streamed past L1.
 __device__ __forceinline__ uint4 load_weights(const uint4* p) { return __ldcs(p); }
 
+// At the kernel's start, when a cluster splits the strip: the inbox's barrier,
+// set up before the cluster's other blocks may push into it. The arrival is
+// relaxed: fence_barrier_init publishes the barrier, and a release arrival
+// would be a GPU-wide fence before the first load.
+template <class S>
+__device__ __forceinline__ void strip_add_begin(StripInbox<S>& inbox, int splits) {
+  if (splits == 1) return;
+  if (threadIdx.x == 0) {
+    hopper::mbarrier_init(&inbox.full, 1);
+    hopper::fence_barrier_init();
+  }
+  hopper::cluster_arrive_relaxed();
+}
+
 // The end of a strip's k range: each warp's partial sums go to shared memory
-// as (token, column) of the strip (`mine` is this warp's [ROWS][COLS]), the
-// block adds its warps' in order into `tile`, and the cluster's blocks add
-// each other's tiles in order through distributed shared memory, block
-// `rank` storing its share of the strip's column pairs. The same bits every
-// run: no workspace, no atomics.
+// as (token, column) of the strip (`part[warp]`), and the block adds its
+// warps' in order into `tile`. Then, when a cluster splits the strip's k,
+// each block owns a share of the strip's column pairs: every block pushes the
+// pairs the others own into their inboxes with st.async (lesson 06's step 7
+// does the same), waits on its own inbox for the others' pairs, and adds the
+// cluster's blocks in order. No cluster barrier at the end, so no GPU-wide
+// fence; no workspace, no atomics; the same bits every run.
 template <class S, class Acc>
-__device__ __forceinline__ void add_strip_in_order(const Acc& acc, float (*mine)[S::COLS],
-                                                   const float (*part)[S::ROWS][S::COLS], float (*tile)[S::COLS],
-                                                   const W4Args& p, int strip, int rank, int splits, int m0,
-                                                   int valid_rows) {
+__device__ __forceinline__ void add_strip_in_order(const Acc& acc, float (*part)[S::ROWS][S::PART_LD],
+                                                   float (*tile)[S::COLS], StripInbox<S>& inbox, const W4Args& p,
+                                                   int strip, int rank, int splits, int m0, int valid_rows) {
   const int tid = int(threadIdx.x), lane = tid % 32;
   const int g = lane / 4, t = lane % 4;
+  float(*mine)[S::PART_LD] = part[tid / 32];
 #pragma unroll
   for (int i = 0; i < (S::SWAP ? 4 : 8); ++i)
 #pragma unroll
@@ -99,7 +133,7 @@ __device__ __forceinline__ void add_strip_in_order(const Acc& acc, float (*mine)
         row = g + 8 * (e >> 1);
         col = 8 * i + 2 * t + (e & 1);
       }
-      mine[row][col] = acc[i][e];
+      if (row < valid_rows) mine[row][col] = acc[i][e];
     }
   __syncthreads();
   // The block's sum, warps in order, of the rows that exist.
@@ -110,9 +144,8 @@ __device__ __forceinline__ void add_strip_in_order(const Acc& acc, float (*mine)
     for (int w = 0; w < S::WARPS; ++w) v += part[w][row][col];
     tile[row][col] = v;
   }
+  __syncthreads();
 
-  // The cluster's sum, blocks in order: block `rank` stores its share of the
-  // strip's column pairs.
   splitk::SplitKParams out{};
   out.c = p.c;
   out.m = p.m;
@@ -120,22 +153,40 @@ __device__ __forceinline__ void add_strip_in_order(const Acc& acc, float (*mine)
   const int n0 = strip * S::COLS;
   constexpr int PAIRS_ROW = S::COLS / 2;
   const int pairs = valid_rows * PAIRS_ROW;
-  const int q0 = int(int64_t(pairs) * rank / splits), q1 = int(int64_t(pairs) * (rank + 1) / splits);
-  if (splits > 1) {
-    hopper::cluster_sync();  // every block's tile is complete
-    for (int q = q0 + tid; q < q1; q += S::THREADS) {
-      const int row = q / PAIRS_ROW, col = 2 * (q % PAIRS_ROW);
-      const float2 v =
-          hopper::cluster_sum_in_order<kDirectMaxSplit>(reinterpret_cast<const float2*>(&tile[row][col]), splits);
-      splitk::store_pair(out, m0 + row, n0 + col, v.x, v.y);
-    }
-    hopper::cluster_sync();  // no block leaves while the others read its tile
-  } else {
-    __syncthreads();
+  if (splits == 1) {
     for (int q = tid; q < pairs; q += S::THREADS) {
       const int row = q / PAIRS_ROW, col = 2 * (q % PAIRS_ROW);
       splitk::store_pair(out, m0 + row, n0 + col, tile[row][col], tile[row][col + 1]);
     }
+    return;
+  }
+  // Block r owns pairs [pairs r / splits, pairs (r + 1) / splits); its inbox
+  // holds one row of that width per block of the cluster.
+  auto share_begin = [&](int r) { return int(int64_t(pairs) * r / splits); };
+  const int q0 = share_begin(rank), width = share_begin(rank + 1) - q0;
+  hopper::cluster_wait();  // every block of the cluster has set up its inbox
+  for (int q = tid; q < pairs; q += S::THREADS) {
+    const int owner = int((int64_t(q + 1) * splits - 1) / pairs);  // the r whose share holds q
+    if (owner == rank) continue;
+    const int o0 = share_begin(owner), o_width = share_begin(owner + 1) - o0;
+    const int row = q / PAIRS_ROW, col = 2 * (q % PAIRS_ROW);
+    hopper::store_async_cluster(&inbox.pairs[rank * o_width + q - o0].x, uint32_t(owner), tile[row][col],
+                                tile[row][col + 1], &inbox.full);
+  }
+  if (tid == 0) hopper::mbarrier_arrive_expect_bytes(&inbox.full, uint32_t((splits - 1) * width * 8));
+  hopper::mbarrier_wait(&inbox.full, 0);
+  for (int q = q0 + tid; q < q0 + width; q += S::THREADS) {
+    const int row = q / PAIRS_ROW, col = 2 * (q % PAIRS_ROW);
+    float2 sum = make_float2(0.0f, 0.0f);
+#pragma unroll
+    for (int r = 0; r < kDirectMaxSplit; ++r)
+      if (r < splits) {
+        const float2 v = r == rank ? make_float2(tile[row][col], tile[row][col + 1])
+                                   : inbox.pairs[r * width + q - q0];
+        sum.x += v.x;
+        sum.y += v.y;
+      }
+    splitk::store_pair(out, m0 + row, n0 + col, sum.x, sum.y);
   }
 }
 
@@ -152,6 +203,7 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS) direct_w4_kernel(W4
   const int m0 = int(blockIdx.y) * S::ROWS;
   const int valid_rows = min(S::ROWS, p.m - m0);
   const uint64_t t0 = trace_start(p.trace);
+  strip_add_begin(sm.inbox, splits);
 
   // This warp's k steps: units of L steps, split evenly over the cluster's
   // blocks and each block's warps, in that order.
@@ -269,10 +321,11 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS) direct_w4_kernel(W4
     unit(s0, false);  // the last unit: nothing left to load
   }
 
-  add_strip_in_order<S>(acc, sm.part[warp], sm.part, sm.tile, p, strip, rank, splits, m0, valid_rows);
-  trace_end(p.trace, int(blockIdx.y * gridDim.x + blockIdx.x), int(blockIdx.y), strip,
-            16 * int(int64_t(units) * rank / splits) * S::L,
-            min(p.k, 16 * int(int64_t(units) * (rank + 1) / splits) * S::L), t0);
+  add_strip_in_order<S>(acc, sm.part, sm.tile, sm.inbox, p, strip, rank, splits, m0, valid_rows);
+  if (p.trace != nullptr)
+    trace_end(p.trace, int(blockIdx.y * gridDim.x + blockIdx.x), int(blockIdx.y), strip,
+              16 * int(int64_t(units) * rank / splits) * S::L,
+              min(p.k, 16 * int(int64_t(units) * (rank + 1) / splits) * S::L), t0);
 }
 
 // ---------------------------------------------------------------- host side

@@ -42,6 +42,7 @@ struct RingShape {
   static constexpr int U = U_;                 // k steps a warp keeps in flight
   static constexpr int GSTEPS = GSTEPS_;       // k steps per group (G / 16): the unit of the split
   static constexpr int COLS = q4::kStripColumns;
+  static constexpr int PART_LD = strip_part_ld(SWAP);
 };
 
 // A warp's ring: U steps of weights and activations, and the scales and zero
@@ -62,20 +63,22 @@ __device__ __forceinline__ int ring_chunk(int row, int chunk) { return chunk ^ (
 
 template <class S>
 constexpr int ring_smem_bytes() {
-  return int(sizeof(WarpRing<S>)) * S::WARPS + int(sizeof(float)) * S::ROWS * S::COLS;
+  return int(sizeof(WarpRing<S>)) * S::WARPS + int(sizeof(StripInbox<S>));
 }
 
 template <class S>
 __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int splits) {
   extern __shared__ __align__(16) unsigned char ring_smem[];
   WarpRing<S>* rings = reinterpret_cast<WarpRing<S>*>(ring_smem);
-  // After the loop the warps' partial sums reuse the rings; the block's tile
-  // (read by the cluster) lies after them.
-  float(*part)[S::ROWS][S::COLS] = reinterpret_cast<float(*)[S::ROWS][S::COLS]>(ring_smem);
-  float(*tile)[S::COLS] =
-      reinterpret_cast<float(*)[S::COLS]>(ring_smem + sizeof(WarpRing<S>) * S::WARPS);
-  static_assert(sizeof(float) * S::WARPS * S::ROWS * S::COLS <= sizeof(WarpRing<S>) * S::WARPS,
-                "the partial sums fit in the rings");
+  // After the loop the warps' partial sums and the block's sum reuse the
+  // rings; the inbox (written by the cluster's other blocks while this one
+  // may still be in its loop) lies after them.
+  constexpr size_t kPartBytes = sizeof(float) * S::WARPS * S::ROWS * S::PART_LD;
+  float(*part)[S::ROWS][S::PART_LD] = reinterpret_cast<float(*)[S::ROWS][S::PART_LD]>(ring_smem);
+  float(*tile)[S::COLS] = reinterpret_cast<float(*)[S::COLS]>(ring_smem + kPartBytes);
+  StripInbox<S>& inbox = *reinterpret_cast<StripInbox<S>*>(ring_smem + sizeof(WarpRing<S>) * S::WARPS);
+  static_assert(kPartBytes + sizeof(float) * S::ROWS * S::COLS <= sizeof(WarpRing<S>) * S::WARPS,
+                "the partial sums and the block's sum fit in the rings");
 
   const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32;
   const int g = lane / 4;
@@ -87,6 +90,7 @@ __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int sp
   const int m0 = int(blockIdx.y) * S::ROWS;
   const int valid_rows = min(S::ROWS, p.m - m0);
   const uint64_t t0 = trace_start(p.trace);
+  strip_add_begin(inbox, splits);
 
   // This warp's k steps: whole groups, split evenly over the cluster's blocks
   // and each block's warps, in that order.
@@ -186,10 +190,11 @@ __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int sp
   cp_async_wait_group<0>();
   __syncthreads();  // every warp is done with its ring: the partial sums go there
 
-  add_strip_in_order<S>(acc, part[warp], part, tile, p, strip, rank, splits, m0, valid_rows);
-  trace_end(p.trace, int(blockIdx.y * gridDim.x + blockIdx.x), int(blockIdx.y), strip,
-            16 * int(int64_t(groups) * rank / splits) * S::GSTEPS,
-            min(p.k, 16 * int(int64_t(groups) * (rank + 1) / splits) * S::GSTEPS), t0);
+  add_strip_in_order<S>(acc, part, tile, inbox, p, strip, rank, splits, m0, valid_rows);
+  if (p.trace != nullptr)
+    trace_end(p.trace, int(blockIdx.y * gridDim.x + blockIdx.x), int(blockIdx.y), strip,
+              16 * int(int64_t(groups) * rank / splits) * S::GSTEPS,
+              min(p.k, 16 * int(int64_t(groups) * (rank + 1) / splits) * S::GSTEPS), t0);
 }
 
 // ---------------------------------------------------------------- host side

@@ -203,6 +203,15 @@ __device__ __forceinline__ void cluster_arrive() {
   cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_release);
 #endif
 }
+// The arrival alone, without its release: no fence. Enough where what the
+// others must see was published by a fence of its own (fence_barrier_init).
+// A release arrival is a GPU-wide fence (MEMBAR.ALL.GPU), which under a full
+// memory system costs microseconds.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+#if WB_HOPPER_DEVICE
+  cuda::ptx::barrier_cluster_arrive(cuda::ptx::sem_relaxed);
+#endif
+}
 __device__ __forceinline__ void cluster_wait() {
 #if WB_HOPPER_DEVICE
   cuda::ptx::barrier_cluster_wait();
