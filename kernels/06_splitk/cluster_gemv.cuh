@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(kClusterThreads, 1)
     hopper::fence_barrier_init();
   }
   __syncthreads();
-  hopper::cluster_arrive();  // this block's inbox may be written from now on
+  hopper::cluster_arrive_relaxed();  // this block's inbox may be written from now on (published by the fence above)
 
   if (warp == kClusterConsumers) {
     // Producer: the first kStages boxes go out at once, the rest as slots free up.
