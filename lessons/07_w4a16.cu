@@ -388,13 +388,15 @@ std::vector<Variant> variants() {
 std::string conclusion(const RunSummary& run) {
   std::string out = copy_bandwidth_lines(run.results);
   if (g_quant.random && std::isfinite(g_quant.weights_rel)) {
+    // Row 0 of C is compared only where the fp64 check ran (not with --no-check).
+    char row0[64] = "";
+    if (std::isfinite(g_quant.output_rel)) std::snprintf(row0, sizeof row0, ", row 0 of C %.2e", g_quant.output_rel);
     char buf[400];
     std::snprintf(buf, sizeof buf,
-                  "quantization error (int4 against the original fp16 weights, group size %lld): weights %.2e, "
-                  "row 0 of C %.2e (relative RMS); the kernels' own error is the fp64 figure above, taken on the "
-                  "dequantized weights\n",
-                  static_cast<long long>(run.size.params.integer("group_size")), g_quant.weights_rel,
-                  g_quant.output_rel);
+                  "quantization error (int4 against the original fp16 weights, group size %lld): weights %.2e%s "
+                  "(relative RMS); the kernels' own error is the fp64 figure above, taken on the dequantized "
+                  "weights\n",
+                  static_cast<long long>(run.size.params.integer("group_size")), g_quant.weights_rel, row0);
     out += buf;
   }
   return out;
