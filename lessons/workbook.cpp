@@ -135,7 +135,13 @@ void print_compare(const Compare& c) {
   for (const RankedVariant& v : c.ranked)
     std::printf("%4d  %-18s %-22s %10.4f %9.2f %8.1f%%  %s\n", v.rank, v.lesson.c_str(), v.variant.c_str(),
                 v.median_ms, v.tflops, 100.0 * v.vs_cublas, !v.checked ? "not checked" : v.passed ? "pass" : "FAIL");
-  std::printf("%% cuBLAS: each variant against cuBLAS timed in the same lesson run (interleaved rounds); ranked by it\n");
+  std::printf("%% cuBLAS: each variant against its lesson's cuBLAS reference timed in the same lesson run "
+              "(interleaved rounds); ranked by it\n");
+  for (const Results& r : c.runs)
+    if (std::find(c.own_sizes.begin(), c.own_sizes.end(), r.header.lesson) != c.own_sizes.end())
+      std::printf("%s: its own N and K (M=%lld N=%lld K=%lld), against its own reference, not the cuBLAS line above\n",
+                  r.header.lesson.c_str(), static_cast<long long>(r.header.m), static_cast<long long>(r.header.n),
+                  static_cast<long long>(r.header.k));
 }
 
 // Where no lesson can run: the compare recorded at this shape on a real GPU, or
@@ -214,6 +220,7 @@ int cmd_compare(int argc, char** argv) {
   }
   std::vector<Ranked> rows;
   std::vector<Results> runs;
+  std::vector<std::string> own_sizes;  // lessons run at their own N and K
   int worst = kExitOk;
   for (const LessonInfo* l : lessons) {
     const fs::path json = tmp_dir / (l->id + ".json");
@@ -240,6 +247,7 @@ int cmd_compare(int argc, char** argv) {
       for (const VariantResult& v : r.variants)
         if (!v.skipped && !v.reference) rows.push_back(Ranked{l->id, v});
       runs.push_back(std::move(r));
+      if (!l->takes_n_k) own_sizes.push_back(l->id);
     } catch (const RecordError& e) {
       std::fprintf(stderr, "workbook compare: %s gave no results (%s)\n", l->id.c_str(), e.what());
       worst = std::max(worst, kExitFailed);
@@ -267,6 +275,7 @@ int cmd_compare(int argc, char** argv) {
   c.m = opt.m;
   c.n = opt.n;
   c.k = opt.k;
+  c.own_sizes = own_sizes;
   c.cublas_median_ms = cublas_ms.empty() ? 0.0 : cublas_ms[cublas_ms.size() / 2];
   for (size_t i = 0; i < rows.size(); ++i) {
     const VariantResult& v = rows[i].v;

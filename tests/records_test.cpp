@@ -184,6 +184,38 @@ TEST(Records, CompareRejectsWhatNoRunWrites) {
   EXPECT_THROW(compare_from_json(compare_to_json(c)), RecordError);  // more than any lesson takes
 }
 
+// A lesson whose N and K follow from its own options (lesson 08's model) runs
+// at the compare's M alone; the compare names it, and only those runs may
+// differ in N and K. What the reader rejects, the writer does not write.
+TEST(Records, CompareRunsAtTheirOwnSizesOnlyWhereNamed) {
+  Compare c = sample_compare();
+  c.runs[0].header.n = 4096;
+  c.runs[0].header.k = 11008;
+  EXPECT_THROW(compare_from_json(compare_to_json(c)), RecordError);
+  c.own_sizes = {c.runs[0].header.lesson};
+  const Compare back = compare_from_json(compare_to_json(c));
+  EXPECT_EQ(back.own_sizes, c.own_sizes);
+  EXPECT_EQ(compare_to_json(back), compare_to_json(c));
+  c.runs[0].header.m = 128;  // M is the compare's in every run
+  EXPECT_THROW(compare_from_json(compare_to_json(c)), RecordError);
+
+  const fs::path dir = fs::temp_directory_path() / ("wb-compare-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "compare.json").string();
+  EXPECT_THROW(write_compare(path, c), RecordError);
+  EXPECT_FALSE(fs::exists(path));
+  fs::remove_all(dir);
+}
+
+// A compare written before `own_sizes` existed reads as naming none.
+TEST(Records, CompareWithoutOwnSizesReads) {
+  std::string text = compare_to_json(sample_compare());
+  const size_t at = text.find("  \"own_sizes\": [],\n");
+  ASSERT_NE(at, std::string::npos) << text.substr(0, 300);
+  text.erase(at, std::string("  \"own_sizes\": [],\n").size());
+  EXPECT_TRUE(compare_from_json(text).own_sizes.empty());
+}
+
 // Results written before the problem interface (no reference, no outputs,
 // numbers only in the shape) still read, as cuBLAS-referenced runs.
 TEST(Records, OlderResultsStillRead) {

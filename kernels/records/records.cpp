@@ -606,6 +606,7 @@ std::string compare_to_json(const Compare& c) {
   j["date"] = c.date;
   j["gpu"] = c.gpu;
   j["shape"] = {{"m", c.m}, {"n", c.n}, {"k", c.k}};
+  j["own_sizes"] = c.own_sizes;
   j["cublas_median_ms"] = c.cublas_median_ms;
   nlohmann::ordered_json ranked = nlohmann::ordered_json::array();
   for (const RankedVariant& v : c.ranked)
@@ -630,6 +631,15 @@ Compare compare_from_json(const std::string& text) {
   c.n = get_int(s, "n", "shape");
   c.k = get_int(s, "k", "shape");
   check_shape(c.m, c.n, c.k);
+  if (j.contains("own_sizes")) {  // absent in files written before lesson 08 joined the compare
+    const json& own = j["own_sizes"];
+    if (!own.is_array()) throw RecordError("compare.own_sizes: expected an array of lesson names");
+    for (const json& l : own) {
+      if (!l.is_string() || l.get<std::string>().empty())
+        throw RecordError("compare.own_sizes: expected an array of lesson names");
+      c.own_sizes.push_back(l.get<std::string>());
+    }
+  }
   c.cublas_median_ms = get_number(j, "cublas_median_ms", "compare");
   if (c.cublas_median_ms < 0) throw RecordError("compare.cublas_median_ms: must not be negative");
   const json& ranked = *field_ptr(j, "ranked", "compare");
@@ -662,8 +672,10 @@ Compare compare_from_json(const std::string& text) {
       throw RecordError("runs[" + std::to_string(i) + "]: " + e.what());
     }
     const Results& r = c.runs.back();
-    if (r.header.m != c.m || r.header.n != c.n || r.header.k != c.k)
-      throw RecordError("runs[" + std::to_string(i) + "]: its shape is not the compare's");
+    const bool own = std::find(c.own_sizes.begin(), c.own_sizes.end(), r.header.lesson) != c.own_sizes.end();
+    if (r.header.m != c.m || (!own && (r.header.n != c.n || r.header.k != c.k)))
+      throw RecordError("runs[" + std::to_string(i) + "]: its shape is not the compare's" +
+                        (own ? std::string(" (its M differs)") : std::string()));
   }
   return c;
 }
@@ -769,7 +781,12 @@ Results read_results(const std::string& path) {
 
 void write_trace(const std::string& path, const Trace& t) { write_maybe_compressed(path, trace_to_json(t)); }
 
-void write_compare(const std::string& path, const Compare& c) { write_text_file_atomic(path, compare_to_json(c)); }
+// What is written must read back: a compare its own reader rejects is never written.
+void write_compare(const std::string& path, const Compare& c) {
+  const std::string text = compare_to_json(c);
+  (void)compare_from_json(text);
+  write_text_file_atomic(path, text);
+}
 
 Compare read_compare(const std::string& path) {
   try {

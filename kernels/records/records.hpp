@@ -194,6 +194,9 @@ struct Compare {
   std::string date;
   std::string gpu;                 // the GPU's name
   int64_t m = 0, n = 0, k = 0;
+  // Lessons whose N and K follow from their own options (lesson 08's model):
+  // their runs are at the compare's M and their own N and K.
+  std::vector<std::string> own_sizes;
   double cublas_median_ms = 0;     // the reference's median over the lesson runs (0: none)
   std::vector<RankedVariant> ranked;
   std::vector<Results> runs;       // one per lesson
