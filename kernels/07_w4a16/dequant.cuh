@@ -19,6 +19,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <string>
 
 #include "common/check.cuh"
 #include "common/gemm.cuh"
@@ -41,6 +42,14 @@ struct W4Args {
   void* workspace;
   size_t workspace_bytes;
 };
+
+// The group sizes the shuffled layout's kernels take (steps 4-7): a slice's
+// groups are found by a shift, and a slice holds at most four.
+inline void require_shuffled_group_size(const char* kernel, int group_size) {
+  if (group_size != 32 && group_size != 64 && group_size != 128)
+    throw CudaError(std::string("lesson 07: the ") + kernel + " kernel takes group sizes 32, 64 and 128, not " +
+                    std::to_string(group_size));
+}
 
 // One value by conversion (the paper's way).
 __device__ __forceinline__ __half dequant_convert(uint32_t word, int nibble, __half zero, __half scale) {

@@ -400,20 +400,22 @@ inline splitk::SplitKPlanned plan_direct(int m, int n, int k, int group_size, in
                            [&](auto shape) { return direct_plan_for<decltype(shape)>(m, n, k, requested); });
 }
 
-template <class S>
-void launch_direct_with(const W4Args& a, const splitk::SplitKPlanned& q, cudaStream_t stream) {
-  W4Args p = a;
-  int splits = q.splits;
-  const hopper::ClusterLaunch launch(dim3(unsigned(q.tiles_n * splits), unsigned(q.tiles_m), 1), S::THREADS, 0, stream,
-                                     splits);
-  CUDA_CHECK(cudaLaunchKernelEx(&launch.config, direct_w4_kernel<S>, p, splits));
+// Steps 6 and 7: a block per strip and split, a strip's splits one cluster.
+inline void launch_strip_kernel(void (*kernel)(W4Args, int), const W4Args& a, const splitk::SplitKPlanned& q,
+                                int threads, size_t smem, cudaStream_t stream) {
+  const hopper::ClusterLaunch launch(dim3(unsigned(q.tiles_n * q.splits), unsigned(q.tiles_m), 1), threads, smem,
+                                     stream, q.splits);
+  CUDA_CHECK(cudaLaunchKernelEx(&launch.config, kernel, a, q.splits));
   CUDA_CHECK_LAUNCH();
 }
 
+template <class S>
+void launch_direct_with(const W4Args& a, const splitk::SplitKPlanned& q, cudaStream_t stream) {
+  launch_strip_kernel(direct_w4_kernel<S>, a, q, S::THREADS, 0, stream);
+}
+
 inline void launch_direct(const W4Args& a, int requested, cudaStream_t stream) {
-  if (a.group_size != 32 && a.group_size != 64 && a.group_size != 128)
-    throw CudaError("lesson 07: the direct kernel takes group sizes 32, 64 and 128, not " +
-                    std::to_string(a.group_size));
+  require_shuffled_group_size("direct", a.group_size);
   const splitk::SplitKPlanned q = plan_direct(a.m, a.n, a.k, a.group_size, requested);
   with_direct_shape(a.m, a.group_size, [&](auto shape) { launch_direct_with<decltype(shape)>(a, q, stream); });
 }

@@ -557,10 +557,7 @@ void launch_shuffled_with(const W4Args& a, const splitk::SplitKPlanned& q, cudaS
 // Combine::atomic: C must be zero before the launch.
 template <Combine R>
 void launch_shuffled(const W4Args& a, int requested, cudaStream_t stream) {
-  // The kernel finds a slice's groups by a shift and keeps at most four a slice.
-  if (a.group_size != 32 && a.group_size != 64 && a.group_size != 128)
-    throw CudaError("lesson 07: the shuffled kernel takes group sizes 32, 64 and 128, not " +
-                    std::to_string(a.group_size));
+  require_shuffled_group_size("shuffled", a.group_size);
   const splitk::SplitKPlanned q = plan_shuffled<R>(a.m, a.n, a.k, requested);
   with_shuffled_shape(a.m, [&](auto shape) { launch_shuffled_with<decltype(shape), R>(a, q, stream); });
 }

@@ -309,17 +309,11 @@ inline splitk::SplitKPlanned plan_ring(int m, int n, int k, int group_size, int 
 template <class S>
 void launch_ring_with(const W4Args& a, const splitk::SplitKPlanned& q, cudaStream_t stream) {
   ring_kernel_ready<S>();
-  const int splits = q.splits;
-  const hopper::ClusterLaunch launch(dim3(unsigned(q.tiles_n * splits), unsigned(q.tiles_m), 1), S::THREADS,
-                                     size_t(ring_smem_bytes<S>()), stream, splits);
-  CUDA_CHECK(cudaLaunchKernelEx(&launch.config, ring_w4_kernel<S>, a, splits));
-  CUDA_CHECK_LAUNCH();
+  launch_strip_kernel(ring_w4_kernel<S>, a, q, S::THREADS, size_t(ring_smem_bytes<S>()), stream);
 }
 
 inline void launch_ring(const W4Args& a, int requested, cudaStream_t stream) {
-  if (a.group_size != 32 && a.group_size != 64 && a.group_size != 128)
-    throw CudaError("lesson 07: the warp_ring kernel takes group sizes 32, 64 and 128, not " +
-                    std::to_string(a.group_size));
+  require_shuffled_group_size("warp_ring", a.group_size);
   const splitk::SplitKPlanned q = plan_ring(a.m, a.n, a.k, a.group_size, requested);
   with_ring_shape(a.m, a.group_size, q.threads / 32,
                   [&](auto shape) { launch_ring_with<decltype(shape)>(a, q, stream); });
