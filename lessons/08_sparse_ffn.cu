@@ -30,7 +30,10 @@
 //           fused_neuron_major  step 2 on the same layout
 //   step 5  split_k       step 4, with lesson 06's split-K on a product whose
 //                         tiles are too few to fill the GPU (the last split of
-//                         a tile adds the others in order: the same bits every run)
+//                         a tile adds the others in order: the same bits every
+//                         run); above M = 64 on Hopper, lesson 04's warp-
+//                         specialised Stream-K kernel instead, its producer
+//                         gathering with cp.async (gather_streamk.cuh)
 // SwiGLU's gate and up are one pass in every kernel: a neuron's gate and up
 // columns sit side by side in the tile, so one thread holds both. In steps
 // 3-5 (M <= 64) the down product is the up product's programmatic dependent
@@ -67,6 +70,7 @@
 
 #include "08_sparse_ffn/fused_ffn.cuh"
 #include "08_sparse_ffn/gather_gemm.cuh"
+#include "08_sparse_ffn/gather_streamk.cuh"
 #include "08_sparse_ffn/gather_wgmma.cuh"
 #include "harness/catalog.hpp"
 #include "harness/gemm_problem.cuh"
@@ -361,13 +365,24 @@ TwoProducts two_products(const ProblemSize& s, bool split) {
   t.down.ldc = md.d_model;
   t.down_wgmma = use_wgmma(s.m);
   t.up_wgmma = t.down_wgmma && G != Gather::columns;
-  if constexpr (G != Gather::columns)
-    t.up_plan = t.up_wgmma ? plan_wgmma<G, Epilogue::activate>(s.m, t.up.n, t.up.k, split)
-                           : plan_gathered<G, Epilogue::activate>(s.m, t.up.n, t.up.k, split);
-  else
+  // With the wgmma kernels, step 5 (split) runs a product with work enough on the
+  // warp-specialised Stream-K kernel, a smaller one on step 4's kernel split along K.
+  if constexpr (G != Gather::columns) {
+    if (t.up_wgmma)
+      t.up_plan = split && streamk_pays(s.m, t.up.n, t.up.k)
+                      ? plan_streamk<G, Epilogue::activate>(s.m, t.up.n, t.up.k)
+                      : plan_wgmma<G, Epilogue::activate>(s.m, t.up.n, t.up.k, split);
+    else
+      t.up_plan = plan_gathered<G, Epilogue::activate>(s.m, t.up.n, t.up.k, split);
+  } else {
     t.up_plan = plan_gathered<G, Epilogue::activate>(s.m, t.up.n, t.up.k, split);
-  t.down_plan = t.down_wgmma ? plan_wgmma<Gather::rows, Epilogue::store>(s.m, t.down.n, t.down.k, split)
-                             : plan_gathered<Gather::rows, Epilogue::store>(s.m, t.down.n, t.down.k, split);
+  }
+  if (t.down_wgmma)
+    t.down_plan = split && streamk_pays(s.m, t.down.n, t.down.k)
+                      ? plan_streamk<Gather::rows, Epilogue::store>(s.m, t.down.n, t.down.k)
+                      : plan_wgmma<Gather::rows, Epilogue::store>(s.m, t.down.n, t.down.k, split);
+  else
+    t.down_plan = plan_gathered<Gather::rows, Epilogue::store>(s.m, t.down.n, t.down.k, split);
   return t;
 }
 
@@ -392,7 +407,7 @@ KernelConfig config_of(const GatherPlan& q) {
   c.tiles_m = q.tiles_m;
   c.tiles_n = q.tiles_n;
   c.grid_blocks = q.grid;
-  c.work_units = q.grid;
+  c.work_units = q.units > 0 ? q.units : q.grid;
   c.blocks_per_sm = q.blocks_per_sm;
   c.smem_bytes = q.smem;
   return c;
@@ -411,7 +426,7 @@ KernelConfig two_products_config(const TwoProducts& t) {
   c.tiles_m = u.tiles_m + d.tiles_m;
   c.tiles_n = std::max(u.tiles_n, d.tiles_n);
   c.grid_blocks = u.grid + d.grid;
-  c.work_units = u.grid + d.grid;
+  c.work_units = u.units + d.units;
   // H's columns run over the active neurons (per columns each), Y's reduction too.
   c.products = {ProductGrid{"H (up)", t.up.m, t.up.n, t.up.k, u.tiles_m, u.tiles_n, 0, "n", t.up.per},
                 ProductGrid{"Y (down)", t.down.m, t.down.n, t.down.k, d.tiles_m, d.tiles_n, u.tiles_m, "k", 1}};
@@ -440,19 +455,23 @@ Variant two_pass(const char* name, const char* what, bool split) {
     t.down.idx = f.idx;
     t.down.c = f.y;
     t.down.trace = b.trace;
-    t.down.trace_first_unit = int(t.up_plan.grid);
+    t.down.trace_first_unit = int(t.up_plan.units);
     t.down.trace_first_row = t.up_plan.tiles_m;
     // The down product may start while the up product drains: its W2 rows do not depend on H.
     t.down.a_from_previous = !t.down_wgmma && t.up_plan.grid > 0;
     if constexpr (G != Gather::columns) {
-      if (t.up_wgmma)
+      if (t.up_plan.streamk)
+        launch_streamk<G, Epilogue::activate>(t.up, t.up_plan, up_ws, st);
+      else if (t.up_wgmma)
         launch_wgmma<G, Epilogue::activate>(t.up, t.up_plan, up_ws, st);
       else
         launch_gathered<G, Epilogue::activate>(t.up, t.up_plan, up_ws, st);
     } else {
       launch_gathered<G, Epilogue::activate>(t.up, t.up_plan, up_ws, st);
     }
-    if (t.down_wgmma)
+    if (t.down_plan.streamk)
+      launch_streamk<Gather::rows, Epilogue::store>(t.down, t.down_plan, down_ws, st);
+    else if (t.down_wgmma)
       launch_wgmma<Gather::rows, Epilogue::store>(t.down, t.down_plan, down_ws, st);
     else
       launch_gathered<Gather::rows, Epilogue::store>(t.down, t.down_plan, down_ws, st);
@@ -463,9 +482,14 @@ Variant two_pass(const char* name, const char* what, bool split) {
     const auto line = [&](const GatherPlan& q) {
       const int64_t tiles = int64_t(q.tiles_m) * q.tiles_n, slots = int64_t(gpu.sm_count) * q.blocks_per_sm;
       char b2[140];
-      std::snprintf(b2, sizeof b2, "%lld tiles of %dx%d x %d split%s = %lld blocks for %lld slots",
-                    static_cast<long long>(tiles), q.block_m, q.block_n, q.splits, q.splits == 1 ? "" : "s",
-                    static_cast<long long>(q.grid), static_cast<long long>(slots));
+      if (q.streamk)
+        std::snprintf(b2, sizeof b2, "%lld tiles of %dx%d, Stream-K: %lld blocks, %d tile%s shared along k",
+                      static_cast<long long>(tiles), q.block_m, q.block_n, static_cast<long long>(q.grid),
+                      q.stream_k.sk_tiles, q.stream_k.sk_tiles == 1 ? "" : "s");
+      else
+        std::snprintf(b2, sizeof b2, "%lld tiles of %dx%d x %d split%s = %lld blocks for %lld slots",
+                      static_cast<long long>(tiles), q.block_m, q.block_n, q.splits, q.splits == 1 ? "" : "s",
+                      static_cast<long long>(q.grid), static_cast<long long>(slots));
       return std::string(b2);
     };
     std::snprintf(buf, sizeof buf, "up: %s; down: %s", line(t.up_plan).c_str(), line(t.down_plan).c_str());

@@ -123,11 +123,22 @@ stage_sanitize() {
                                          "70 520 512 --group-size 64 --split-k 3" "5 1000 4096 --split-k 16"
                                          "1 4096 4096" "16 8192 2048")
     # Lesson 08 (sizes from --model: the entries are its arguments): tails of every tile height, SwiGLU,
-    # split-K's last-block counters (M = 3 at s = 0.9), nothing active.
+    # split-K's last-block counters (M = 3 at s = 0.9), nothing active, and both products on the
+    # warp-specialised Stream-K kernel (M = 256, groups of two blocks, tiles shared along k).
     [ "$l" = lesson08_sparse_ffn ] && shapes=("--model gpt2 --m 17 --sparsity 0.75" "--model gpt2 --m 130 --sparsity 0.5"
                                               "--model llama2-7b-swiglu --m 3 --sparsity 0.9"
-                                              "--model gpt2 --m 5 --sparsity 1")
+                                              "--model gpt2 --m 5 --sparsity 1"
+                                              "--model llama2-7b --m 256 --sparsity 0.5 --variant split_k")
+    # racecheck fails inside the tool on lesson 08's Stream-K kernel ("Internal Sanitizer Error: The
+    # Sanitizer failed to handle a hardware exception"; memcheck and synccheck are clean on it): it is
+    # left out of racecheck, and said (docs/notes/08_sparse_ffn.md).
+    local exclude=()
     for tool in "${tools[@]}"; do
+      exclude=()
+      if [ "$tool" = racecheck ] && [ "$l" = lesson08_sparse_ffn ]; then
+        exclude=(--kernel-name-exclude kns=gather_streamk)
+        echo "racecheck $l: gather_streamk_kernel left out (the tool fails on it; memcheck and synccheck cover it)"
+      fi
       log=$work/logs/sanitize-$tool-$l.log
       : > "$log"
       local failed_here=0
@@ -135,7 +146,7 @@ stage_sanitize() {
         set -- $shape
         local args=("$@")
         [[ $1 == --* ]] || args=(--m "$1" --n "$2" --k "$3" "${@:4}")
-        if compute-sanitizer --tool "$tool" --error-exitcode 99 \
+        if compute-sanitizer --tool "$tool" --error-exitcode 99 "${exclude[@]}" \
              "$bin/$l" "${args[@]}" --reps 1 --rounds 1 > "$log.part" 2>&1; then
           :
         elif [ "$tool" = racecheck ] && grep -q "Race reported" "$log.part" &&

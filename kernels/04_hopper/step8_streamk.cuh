@@ -52,6 +52,46 @@ struct StreamKWorkspace {
   int* segments_before = nullptr;  // [block]: shared-run segments of the blocks before (numbers trace records)
 };
 
+// The end of a shared tile (a unit that does not start at k = 0): a consumer
+// writes its (64, 256) fp32 partial to its slot, then raises its flag
+// (release) for the tile's owner.
+__device__ __forceinline__ void streamk_hand_over(const float (&acc)[kWsBlockN / 2], float4* partial, uint32_t* flag,
+                                                  int thread, int barrier_id) {
+#pragma unroll
+  for (int i = 0; i < kWsBlockN / 8; ++i)
+    __stcg(partial + i * kWarpgroupThreads + thread,
+           make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+  warpgroup_barrier(barrier_id);  // every thread's stores come before the release
+  if (thread == 0) store_release_gpu(flag, 1);
+}
+
+// The start of a shared tile (its owner, worker `self` of the plan): adds the
+// partials of the workers that hold the rest of it, in worker order, waiting
+// for each one's flag (acquire) and lowering it for the next launch.
+// partial_of(w) and flag_of(w) are this consumer's slot and flag of worker w.
+template <class PartialOf, class FlagOf>
+__device__ __forceinline__ void streamk_add_partials(float (&acc)[kWsBlockN / 2], const StreamKPlan& plan, int tile,
+                                                     int self, PartialOf&& partial_of, FlagOf&& flag_of, int thread,
+                                                     int barrier_id) {
+  for (int b = stream_k_next_contributor(plan, tile, self); b >= 0;
+       b = stream_k_next_contributor(plan, tile, b)) {
+    if (thread == 0) {
+      while (load_acquire_gpu(flag_of(b)) == 0) __nanosleep(64);
+      *flag_of(b) = 0;  // read once per launch: lowered for the next one
+    }
+    warpgroup_barrier(barrier_id);  // the acquire comes before every thread's loads
+    const float4* partial = partial_of(b);
+#pragma unroll
+    for (int i = 0; i < kWsBlockN / 8; ++i) {
+      const float4 p = __ldcg(partial + i * kWarpgroupThreads + thread);
+      acc[4 * i] += p.x;
+      acc[4 * i + 1] += p.y;
+      acc[4 * i + 2] += p.z;
+      acc[4 * i + 3] += p.w;
+    }
+  }
+}
+
 template <Activation kAct>
 __global__ void __launch_bounds__(kWsThreads, 1)
     streamk_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
@@ -119,35 +159,10 @@ __global__ void __launch_bounds__(kWsThreads, 1)
       if (threadIdx.x % 32 == 0) mbarrier_arrive(&s.empty[previous_slot]);  // the producer may go on
 
       if (!owns_tile(u)) {
-        // The end of a tile: hand the partial sum to the tile's owner.
-        float4* partial = partial_of(int(blockIdx.x));
-#pragma unroll
-        for (int i = 0; i < kWsBlockN / 8; ++i)
-          __stcg(partial + i * kWarpgroupThreads + thread,
-                 make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
-        warpgroup_barrier(barrier_id);  // every thread's stores come before the release
-        if (thread == 0) store_release_gpu(flag_of(int(blockIdx.x)), 1);
+        streamk_hand_over(acc, partial_of(int(blockIdx.x)), flag_of(int(blockIdx.x)), thread, barrier_id);
       } else {
-        if (!whole_tile(plan, u)) {
-          // The start of a tile: add the partials of the blocks that hold the rest.
-          for (int b = stream_k_next_contributor(plan, u.tile, int(blockIdx.x)); b >= 0;
-               b = stream_k_next_contributor(plan, u.tile, b)) {
-            if (thread == 0) {
-              while (load_acquire_gpu(flag_of(b)) == 0) __nanosleep(64);
-              *flag_of(b) = 0;  // read once per launch: lowered for the next one
-            }
-            warpgroup_barrier(barrier_id);  // the acquire comes before every thread's loads
-            const float4* partial = partial_of(b);
-#pragma unroll
-            for (int i = 0; i < kWsBlockN / 8; ++i) {
-              const float4 p = __ldcg(partial + i * kWarpgroupThreads + thread);
-              acc[4 * i] += p.x;
-              acc[4 * i + 1] += p.y;
-              acc[4 * i + 2] += p.z;
-              acc[4 * i + 3] += p.w;
-            }
-          }
-        }
+        if (!whole_tile(plan, u)) streamk_add_partials(acc, plan, u.tile, int(blockIdx.x), partial_of, flag_of, thread,
+                                                      barrier_id);
         store_tile_via_smem<kAct, true>(acc, staging, &c_map, tile.m * kWsBlockM + 64 * consumer, tile.n * kWsBlockN,
                                         barrier_id);
       }

@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #include "06_splitk/splitk_gemm.cuh"
 #include "common/check.cuh"
@@ -38,6 +39,7 @@
 #include "common/trace.cuh"
 #include "schedule/activation.hpp"
 #include "schedule/split_k.hpp"
+#include "schedule/stream_k.hpp"
 
 namespace wb::sparse {
 
@@ -349,6 +351,41 @@ __device__ __forceinline__ void finish_pair(const GatherParams& p, int r, int c,
   }
 }
 
+// finish_pair with the activation (and SwiGLU) known at compile time.
+template <Epilogue E, Activation A, bool SWIGLU>
+__device__ __forceinline__ void finish_pair_as(const GatherParams& p, int r, int c, float v0, float v1) {
+  if (r >= p.m || c >= p.n) return;
+  if constexpr (E == Epilogue::store) {
+    *reinterpret_cast<__half2*>(p.c + int64_t(r) * p.ldc + c) = __floats2half2_rn(v0, v1);
+  } else if constexpr (SWIGLU) {
+    p.c[int64_t(r) * p.ldc + c / 2] = __float2half_rn(apply_activation(Activation::silu, v0) * v1);
+  } else {
+    *reinterpret_cast<__half2*>(p.c + int64_t(r) * p.ldc + c) =
+        __floats2half2_rn(apply_activation(A, v0), apply_activation(A, v1));
+  }
+}
+
+// Calls f(act, swiglu) with p's epilogue as compile-time constants
+// (std::integral_constant): the store epilogue has neither.
+template <Epilogue E, class F>
+__device__ __forceinline__ void with_epilogue_activation(const GatherParams& p, F&& f) {
+  using A = Activation;
+  using std::integral_constant;
+  if constexpr (E == Epilogue::store) {
+    f(integral_constant<A, A::none>{}, integral_constant<bool, false>{});
+  } else if (p.swiglu) {
+    f(integral_constant<A, A::silu>{}, integral_constant<bool, true>{});
+  } else {
+    switch (p.act) {
+      case A::none: f(integral_constant<A, A::none>{}, integral_constant<bool, false>{}); break;
+      case A::relu: f(integral_constant<A, A::relu>{}, integral_constant<bool, false>{}); break;
+      case A::leaky_relu: f(integral_constant<A, A::leaky_relu>{}, integral_constant<bool, false>{}); break;
+      case A::gelu: f(integral_constant<A, A::gelu>{}, integral_constant<bool, false>{}); break;
+      case A::silu: f(integral_constant<A, A::silu>{}, integral_constant<bool, false>{}); break;
+    }
+  }
+}
+
 // After every thread has written its split's slot: counts the split in, and
 // says (to every thread) whether it was the tile's last; the last one lowers
 // the counter for the next launch.
@@ -418,6 +455,11 @@ struct GatherPlan {
   int block_m = 0, block_n = 0, threads = 0, smem = 0, stages = 0;
   int tiles_m = 0, tiles_n = 0, k_tiles = 0, blocks_per_sm = 0, splits = 1;
   int64_t grid = 0;
+  int64_t units = 0;               // work units (trace records): a block each, or Stream-K's segments
+  bool streamk = false;            // gather_streamk.cuh's kernel: the grid walks `stream_k`
+  StreamKPlan stream_k;            // over columns of tiles, one worker per group of group_rows blocks
+  int group_rows = 1;
+  size_t streamk_workspace = 0;    // its partials and flags (lesson 04's layout)
 };
 
 template <class S, Gather G, Epilogue E>
@@ -438,6 +480,7 @@ GatherPlan plan_with(int m, int n, int k, bool split) {
   const int64_t tiles = int64_t(q.tiles_m) * q.tiles_n;
   if (split) q.splits = clamp_split_k(split_k_for_waves(tiles, q.k_tiles, int64_t(sms) * resident), q.k_tiles);
   q.grid = tiles * q.splits;
+  q.units = q.grid;
   return q;
 }
 
@@ -460,6 +503,7 @@ inline size_t gathered_slots_bytes(const GatherPlan& q) {
   return size_t(q.splits) * size_t(q.tiles_m) * q.tiles_n * size_t(q.block_m) * q.block_n * sizeof(float);
 }
 inline size_t gathered_workspace_bytes(const GatherPlan& q) {
+  if (q.streamk) return q.streamk_workspace;
   if (q.splits == 1) return 0;
   return gathered_slots_bytes(q) + size_t(q.tiles_m) * q.tiles_n * sizeof(uint32_t);
 }

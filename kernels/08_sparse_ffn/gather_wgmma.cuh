@@ -31,15 +31,16 @@ struct WgmmaTile {
   static constexpr int ACC = 64;  // fp32 per thread: 64 x 128 per warpgroup
 };
 
-// Calls f(row, col, v0, v1) for each pair of neighbouring accumulators, row and
-// col in the matrix (wgmma's layout, common/wgmma.cuh).
-template <class F>
-__device__ __forceinline__ void for_each_wgmma_pair(const float (&d)[WgmmaTile::ACC], int m0, int n0, F&& f) {
-  const int t = int(threadIdx.x), wg = t / 128, warp = (t % 128) / 32, lane = t % 32;
-  const int row = m0 + 64 * wg + 16 * warp + lane / 4;
+// Calls f(row, col, v0, v1) for each pair of neighbouring accumulators of a
+// warpgroup's 64 x N tile at (row0, col0), row and col in the matrix (wgmma's
+// layout, common/wgmma.cuh).
+template <int N, class F>
+__device__ __forceinline__ void for_each_wgmma_pair(const float (&d)[N / 2], int row0, int col0, F&& f) {
+  const int warp = (int(threadIdx.x) % 128) / 32, lane = int(threadIdx.x) % 32;
+  const int row = row0 + 16 * warp + lane / 4;
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int col = n0 + 8 * j + 2 * (lane % 4);
+  for (int j = 0; j < N / 8; ++j) {
+    const int col = col0 + 8 * j + 2 * (lane % 4);
     f(row, col, d[4 * j], d[4 * j + 1]);
     f(row + 8, col, d[4 * j + 2], d[4 * j + 3]);
   }
@@ -159,7 +160,8 @@ __global__ void __launch_bounds__(WgmmaTile::THREADS, 1) gathered_wgmma_kernel(G
   __syncthreads();
 
   const auto finish = [&] {
-    for_each_wgmma_pair(d, m0, n0, [&](int r, int c, float v0, float v1) { finish_pair<E>(p, r, c, v0, v1); });
+    for_each_wgmma_pair<T::BLOCK_N>(d, m0 + 64 * wg, n0,
+                                    [&](int r, int c, float v0, float v1) { finish_pair<E>(p, r, c, v0, v1); });
   };
   if (p.splits == 1) {
     finish();
@@ -232,6 +234,7 @@ GatherPlan plan_wgmma(int m, int n, int k, bool split) {
   if (split && tiles < sms)
     q.splits = clamp_split_k(split_k_for_waves(tiles, q.k_tiles, sms), std::max(1, q.k_tiles / 8));
   q.grid = tiles * q.splits;
+  q.units = q.grid;
   return q;
 }
 

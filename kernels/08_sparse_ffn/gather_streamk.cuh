@@ -1,0 +1,330 @@
+// Lesson 08, step 5 above M = 64 on Hopper: the gathered products on lesson
+// 04's warp-specialised Stream-K kernel.
+//
+// Step 4's wgmma kernel (gather_wgmma.cuh) has every thread both copy and
+// multiply, 128 x 128 tiles and one tile per block. Per 64-deep slice it
+// reads 32 KiB from L2 for 1M multiply-adds, and all its warps wait at the
+// barrier that ends each slice. And a gathered product at M = 512 has few
+// tiles: 88 of 128 x 256 at s = 0.5 for 132 SMs. Here:
+//   - lesson 04's structure: a producer warpgroup that only copies, two
+//     consumer warpgroups that only multiply, 128 x 256 tiles (48 KiB per
+//     slice for 2M multiply-adds), 4 stages with "full" and "empty" mbarriers;
+//   - the producer's 128 threads gather with cp.async (TMA copies boxes of
+//     consecutive rows, and a gather is not one), each 16-byte chunk where
+//     the 128-byte swizzle puts it, and each thread's copies arrive on the
+//     stage's "full" barrier by themselves once they have landed
+//     (cp.async.mbarrier.arrive.noinc): "full" expects the 128 arrivals;
+//   - lesson 04's Stream-K schedule (schedule/stream_k.hpp), over columns of
+//     tiles: the blocks form groups of R, one per tile row (R = the tile rows,
+//     at most 16), and a group walks its share of the columns' k slices in
+//     step, each block on its own row. So the R blocks that read a slice of
+//     gathered weights read it at about the same time, and L2 serves all but
+//     the first (taking the tiles one by one, the blocks on a column's rows
+//     were 20-odd slices apart, each read came from DRAM, and the kernel was
+//     bound by it). With fewer columns than groups every column is shared
+//     along K; with more, a last wave at most half full is. A tile cut
+//     between blocks is summed through lesson 04's workspace and flags, in
+//     order: the same bits every run.
+// The copies are writes of the generic proxy and wgmma reads through the
+// async proxy, so a consumer fences between the two after its "full" wait.
+//
+//   A (X or H)                K-major, 128 rows x 64 k per stage
+//   B, Gather::neuron_rows    K-major: 256 neurons' runs (W1 neuron-major) x 64 k
+//   B, Gather::rows           N-major: 64 rows of W2 x 256 n, as four 64-wide panels
+// sm_90a only: the lesson uses it on a Hopper GPU (use_wgmma).
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "04_hopper/step8_streamk.cuh"
+#include "08_sparse_ffn/gather_gemm.cuh"
+#include "08_sparse_ffn/gather_wgmma.cuh"
+#include "schedule/stream_k.hpp"
+
+namespace wb::sparse {
+
+using GatherStreamKSmem = hopper::PipelineSmem<hopper::kWsBlockM, hopper::kWsBlockN, hopper::kWsStages>;
+// A producer thread keeps the neurons of its 16 lines of B and their
+// addresses: more than lesson 04's one TMA thread needs (with 56 or 88, ptxas spills).
+constexpr int kGatherProducerRegs = 120, kGatherConsumerRegs = 192;
+static_assert(kGatherProducerRegs + hopper::kConsumers * kGatherConsumerRegs <= 65536 / hopper::kWarpgroupThreads,
+              "the warpgroups' register budgets fit the 64K-register file");
+// The fewest k slices a block's share of the shared run may have: below that
+// the hand-over of 128 KiB partials costs more than the slices it spreads.
+constexpr int kStreamKMinShare = 8;
+constexpr int kStreamKSlicesPerSm = 16;
+
+// This thread's copies of the stage arrive on `bar` once they have landed.
+__device__ __forceinline__ void cp_async_arrive_noinc(uint64_t* bar) {
+#if WB_WGMMA_DEVICE
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(hopper::smem_u32(bar)) : "memory");
+#else
+  (void)bar;
+#endif
+}
+
+// Where chunk `chunk` (16 bytes) of line `row` of a 128-byte-swizzled tile goes, in halves.
+__device__ __forceinline__ int swizzled_chunk(int row, int chunk) { return row * 64 + ((chunk ^ (row & 7)) * 8); }
+
+// The schedule: `plan` shares the columns' k slices among groups of `rows`
+// blocks; block b is row b % rows of group b / rows.
+struct GatherStreamK {
+  StreamKPlan plan;  // over column units (a band of `rows` tile rows x one tile column), per group
+  int rows = 1;      // tile rows per band: the blocks in a group
+  int bands = 1;     // tiles_m / rows
+};
+
+template <Gather G, Epilogue E>
+__global__ void __launch_bounds__(hopper::kWsThreads, 1)
+    gather_streamk_kernel(const __grid_constant__ GatherParams p, GatherStreamK sk, hopper::StreamKWorkspace ws) {
+#if WB_WGMMA_DEVICE
+  static_assert(G != Gather::columns, "the column gather stays on mma.sync (steps 2-3)");
+  using namespace hopper;
+  using Smem = GatherStreamKSmem;
+  extern __shared__ uint8_t smem_raw[];
+  Smem& s = aligned_smem<Smem>(smem_raw);
+  const StreamKPlan& plan = sk.plan;
+  const int group = int(blockIdx.x) / sk.rows, row_in_band = int(blockIdx.x) % sk.rows;
+  // Column unit c: tile column c / bands, band c % bands; this block's tile row in it.
+  auto tile_at = [&](int c) { return TileCoord{(c % sk.bands) * sk.rows + row_in_band, c / sk.bands}; };
+  const int warpgroup = int(threadIdx.x) / kWarpgroupThreads;
+
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < kWsStages; ++i) {
+      mbarrier_init(&s.full[i], kWarpgroupThreads);   // every producer thread's copies
+      mbarrier_init(&s.empty[i], kConsumers * 4);     // every consumer warp
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ---------------------------------------------------------- producer
+    warpgroup_release_registers<kGatherProducerRegs>();
+    const int chunk = int(threadIdx.x) % 8, row = int(threadIdx.x) / 8;  // lines row + 16 i, this 16-byte chunk
+    int slot = 0;
+    uint32_t phase = 0;
+    StreamKWalk walk(plan, group);
+    for (WorkUnit u; walk.next(&u);) {
+      const TileCoord tile = tile_at(u.tile);
+      const int m0 = tile.m * kWsBlockM, n0 = tile.n * kWsBlockN;
+      // neuron_rows: the weight rows of this thread's 16 lines of B, fixed for the tile.
+      // rows: the neurons of its 4 k lines of the next slice, fetched a slice ahead.
+      constexpr int kOwn = G == Gather::neuron_rows ? 16 : 4;
+      int w[kOwn];
+      auto fetch_rows = [&](int kt) {
+#pragma unroll
+        for (int i = 0; i < kOwn; ++i) {
+          const int gk = kt * kBlockK + row + 16 * i;
+          w[i] = gk < p.count ? __ldg(p.idx + gk) : -1;
+        }
+      };
+      if constexpr (G == Gather::neuron_rows) {
+#pragma unroll
+        for (int i = 0; i < kOwn; ++i) w[i] = gathered(p, n0 + row + 16 * i);
+      } else {
+        fetch_rows(u.k_begin);
+      }
+      for (int kt = u.k_begin; kt < u.k_end; ++kt) {
+        mbarrier_wait(&s.empty[slot], phase ^ 1);  // first lap: passes at once
+        const int kc = kt * kBlockK + chunk * 8;
+        const bool k_inside = kc < p.k;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {  // A: 128 lines of 64 k
+          const int r = row + 16 * i;
+          const bool inside = m0 + r < p.m && k_inside;
+          cp_async_16_zero_fill(shared_address(s.a[slot] + swizzled_chunk(r, chunk)),
+                                inside ? p.a + int64_t(m0 + r) * p.k + kc : p.a, inside ? 16 : 0);
+        }
+        if constexpr (G == Gather::neuron_rows) {
+#pragma unroll
+          for (int i = 0; i < kOwn; ++i) {  // B: 256 neurons' lines of 64 k
+            const int r = row + 16 * i;
+            const bool inside = w[i] >= 0 && k_inside;
+            cp_async_16_zero_fill(shared_address(s.b[slot] + swizzled_chunk(r, chunk)),
+                                  inside ? p.b + int64_t(w[i]) * p.ldb + kc : p.b, inside ? 16 : 0);
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < kOwn; ++i) {  // B: 64 rows of W2 (k lines) x 4 panels of 64 n
+            const int r = row + 16 * i;
+#pragma unroll
+            for (int panel = 0; panel < kWsBlockN / kPanelCols; ++panel) {
+              const int nc = n0 + panel * kPanelCols + chunk * 8;
+              const bool inside = w[i] >= 0 && nc < p.n;
+              cp_async_16_zero_fill(
+                  shared_address(s.b[slot] + panel * Smem::kBPanelElems + swizzled_chunk(r, chunk)),
+                  inside ? p.b + int64_t(w[i]) * p.ldb + nc : p.b, inside ? 16 : 0);
+            }
+          }
+          if (kt + 1 < u.k_end) fetch_rows(kt + 1);  // the next slice's neurons, while these copies fly
+        }
+        cp_async_arrive_noinc(&s.full[slot]);
+        if (++slot == kWsStages) { slot = 0; phase ^= 1; }
+      }
+    }
+  } else {
+    // ---------------------------------------------------------- consumers
+    warpgroup_claim_registers<kGatherConsumerRegs>();
+    const int consumer = warpgroup - 1;  // rows 64 consumer .. + 63 of the tile
+    const int thread = int(threadIdx.x) % kWarpgroupThreads;
+    const int barrier_id = 1 + consumer;
+    // Worker g of the plan is block g rows + row_in_band here: the one on the same tile row.
+    auto partial_of = [&](int g) {
+      return ws.partials + (size_t(g * sk.rows + row_in_band) * kConsumers + consumer) * kPartialFloat4s;
+    };
+    auto flag_of = [&](int g) { return ws.flags + (g * sk.rows + row_in_band) * kConsumers + consumer; };
+    int slot = 0;
+    uint32_t phase = 0;
+    float acc[kWsBlockN / 2];  // (64, 256) fp32 for this warpgroup
+
+    StreamKWalk walk(plan, group, p.trace != nullptr ? ws.segments_before[group] : -1);
+    for (WorkUnit u; walk.next(&u);) {
+      const uint64_t t0 = p.trace ? global_timer_ns() : 0;
+      const TileCoord tile = tile_at(u.tile);
+      int previous_slot = -1;
+      for (int kt = u.k_begin; kt < u.k_end; ++kt) {
+        mbarrier_wait(&s.full[slot], phase);
+        fence_proxy_async_shared();  // the producer's copies, seen by the tensor cores' reads
+        wgmma_fence();
+        const uint32_t a_base = smem_u32(s.a[slot]) + consumer * 64 * kSwizzleBytes, b_base = smem_u32(s.b[slot]);
+        if constexpr (G == Gather::neuron_rows) {
+#pragma unroll
+          for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk)
+            wgmma_m64n256k16<Major::k, Major::k>(acc, desc_k_major(a_base + kk * kWgmmaK * 2),
+                                                 desc_k_major(b_base + kk * kWgmmaK * 2), kt > u.k_begin || kk > 0);
+        } else {
+          wgmma_k_stage<kWsBlockN, Smem>(acc, a_base, b_base, kt > u.k_begin);
+        }
+        wgmma_commit();
+        wgmma_wait<1>();  // the group of slice kt - 1 has finished reading its slot
+        fence_accumulators(acc);
+        if (previous_slot >= 0 && threadIdx.x % 32 == 0) mbarrier_arrive(&s.empty[previous_slot]);
+        previous_slot = slot;
+        if (++slot == kWsStages) { slot = 0; phase ^= 1; }
+      }
+      wgmma_wait<0>();
+      fence_accumulators(acc);
+      if (threadIdx.x % 32 == 0) mbarrier_arrive(&s.empty[previous_slot]);  // the producer may go on
+
+      if (!owns_tile(u)) {
+        streamk_hand_over(acc, partial_of(group), flag_of(group), thread, barrier_id);
+      } else {
+        if (!whole_tile(plan, u))
+          streamk_add_partials(acc, plan, u.tile, group, partial_of, flag_of, thread, barrier_id);
+        // The activation as a constant: one branch per tile, not one per element.
+        with_epilogue_activation<E>(p, [&](auto act, auto swiglu) {
+          for_each_wgmma_pair<kWsBlockN>(acc, tile.m * kWsBlockM + 64 * consumer, tile.n * kWsBlockN,
+                                         [&](int r, int c, float v0, float v1) {
+                                           finish_pair_as<E, decltype(act)::value, decltype(swiglu)::value>(p, r, c,
+                                                                                                             v0, v1);
+                                         });
+        });
+      }
+      if (p.trace != nullptr && threadIdx.x == kWarpgroupThreads)
+        trace_write_record(p.trace, p.trace_first_unit + u.index * sk.rows + row_in_band, p.trace_first_row + tile.m,
+                           tile.n,
+                           u.k_begin * kBlockK, min(u.k_end * kBlockK, p.k), t0);
+    }
+  }
+#else
+  (void)p; (void)sk; (void)ws;
+  __trap();
+#endif
+}
+
+// ---------------------------------------------------------------- host side
+
+template <Gather G, Epilogue E>
+const void* streamk_kernel_ready() {
+  static const void* k = [] {
+    const void* f = reinterpret_cast<const void*>(gather_streamk_kernel<G, E>);
+    CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    hopper::smem_bytes_for<GatherStreamKSmem>()));
+    return f;
+  }();
+  return k;
+}
+
+// The Stream-K schedule of a product. Groups of R blocks, R the largest
+// divisor of the tile rows up to 16 (all of them at M <= 2048); as many groups
+// as fit on the SMs, or fewer where a group's share would be under
+// kStreamKMinShare slices of a column; every column shared along K when there
+// are fewer columns than groups, else lesson 04's rule.
+inline GatherStreamK gather_streamk_schedule(int tiles_m, int tiles_n, int k_tiles, int sms) {
+  GatherStreamK sk;
+  for (int r = std::min({tiles_m, 16, sms}); r >= 1; --r)
+    if (tiles_m % r == 0) {
+      sk.rows = r;
+      break;
+    }
+  sk.bands = tiles_m / sk.rows;
+  const int columns = sk.bands * tiles_n;
+  const int64_t iters = int64_t(columns) * k_tiles;
+  const int groups = int(std::max<int64_t>(1, std::min<int64_t>(sms / sk.rows, iters / kStreamKMinShare)));
+  sk.plan = columns < groups ? stream_k_plan_all(columns, k_tiles, groups) : stream_k_plan(columns, k_tiles, groups);
+  return sk;
+}
+
+// Whether a product has work enough for this kernel: at least
+// kStreamKSlicesPerSm slices of 128 x 256 x 64 per SM. Below that (Llama-2-7B
+// at s = 0.9, GPT-2) its fix-ups and its ramp cost more than step 4's
+// kernel with lesson 06's split-K loses to idle SMs.
+inline bool streamk_pays(int m, int n, int k) {
+  static const int sms = sm_count();
+  const int64_t slices = int64_t(ceil_div(m, hopper::kWsBlockM)) * ceil_div(n, hopper::kWsBlockN) *
+                         ceil_div(k, hopper::kBlockK);
+  return slices >= int64_t(kStreamKSlicesPerSm) * sms;
+}
+
+template <Gather G, Epilogue E>
+GatherPlan plan_streamk(int m, int n, int k) {
+  GatherPlan q;
+  q.block_m = hopper::kWsBlockM;
+  q.block_n = hopper::kWsBlockN;
+  q.threads = hopper::kWsThreads;
+  q.smem = hopper::smem_bytes_for<GatherStreamKSmem>();
+  q.stages = hopper::kWsStages;
+  q.tiles_m = ceil_div(m, q.block_m);
+  q.tiles_n = ceil_div(n, q.block_n);
+  q.k_tiles = ceil_div(k, hopper::kBlockK);
+  q.blocks_per_sm = 1;
+  static const int sms = sm_count();
+  q.streamk = true;
+  const GatherStreamK sk = gather_streamk_schedule(q.tiles_m, q.tiles_n, q.k_tiles, sms);
+  q.stream_k = sk.plan;
+  q.group_rows = sk.rows;
+  q.grid = int64_t(sk.plan.workers) * sk.rows;
+  q.units = int64_t(stream_k_units(sk.plan)) * sk.rows;
+  q.streamk_workspace = hopper::streamk_workspace_bytes(int(q.grid));
+  return q;
+}
+
+template <Gather G, Epilogue E>
+void launch_streamk(GatherParams p, const GatherPlan& q, void* workspace, cudaStream_t stream) {
+  if (q.grid == 0) return;
+  p.splits = 1;
+  const int grid = int(q.grid);
+  const hopper::StreamKWorkspace ws = hopper::streamk_workspace(workspace, gathered_workspace_bytes(q), grid);
+  GatherStreamK sk;
+  sk.plan = q.stream_k;
+  sk.rows = q.group_rows;
+  sk.bands = q.tiles_m / q.group_rows;
+  if (p.trace != nullptr) {
+    // Trace records are numbered in launch order: each group's count of earlier segments.
+    const int groups = q.stream_k.workers;
+    std::vector<int> before(static_cast<size_t>(groups), 0);
+    for (int g = 0; g < groups; ++g) before[static_cast<size_t>(g)] = stream_k_segments_before(q.stream_k, g);
+    CUDA_CHECK(cudaMemcpyAsync(ws.segments_before, before.data(), before.size() * sizeof(int),
+                               cudaMemcpyHostToDevice, stream));
+  }
+  void* args[] = {&p, &sk, const_cast<hopper::StreamKWorkspace*>(&ws)};
+  CUDA_CHECK(cudaLaunchKernel(streamk_kernel_ready<G, E>(), dim3(unsigned(grid)), dim3(hopper::kWsThreads), args,
+                              size_t(q.smem), stream));
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace wb::sparse
