@@ -45,7 +45,8 @@
 // their bytes; a wide one (M = 512) by its flops. Both fall by 1 - s, if the
 // gathers cost nothing. A column of row-major W1 costs a 32-byte sector per
 // 2-byte value, so step 3 reads nearly all of W1 until s is high; a W2 row
-// and a neuron-major W1 row are runs, read at full rate.
+// and a neuron-major W1 row are runs, read at about 90% of a contiguous
+// read's rate (on an H100: docs/notes/08_sparse_ffn.md).
 // What to look for: each variant's ratio to the dense FFN beside the ideal
 // 1/(1 - s) (the lines under the report), its % of the copy bandwidth
 // counting the active weights only, and the floor line: how long a kernel
