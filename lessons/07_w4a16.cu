@@ -49,6 +49,11 @@
 //                           the oldest step alone; the activations come the same way
 //                           (read with ldmatrix), the warp's lanes meet at __syncwarp,
 //                           never at a block barrier
+//   step 8  narrow          (M <= 8) strips of 16 columns, the weights as the mma's 16
+//                           rows: a block per strip, its 8 warps splitting K, their
+//                           sums added after one block barrier; no cluster. A lane's
+//                           16 bytes are its fragments for four k steps, and its 16
+//                           activations of those steps one run (two 16-byte loads)
 //
 // Why faster: step 1 writes and reads the fp16 weights besides; step 2 reads a
 // quarter of the bytes but unpacks into shared memory behind a second
@@ -57,26 +62,30 @@
 // or a workspace behind a fence); step 6 drops the block-wide pipeline, which
 // nothing needs when no byte a block copies is read twice (M <= 16); step 7
 // lets a warp wait for one step while the next seven are still coming, where
-// step 6's loads, sharing one scoreboard, were waited for all at once
+// step 6's loads, sharing one scoreboard, were waited for all at once; step 8
+// gives each block a strip narrow enough that N = 4096 fills the GPU without
+// splitting a strip over a cluster, so the adding is one block barrier
 // (docs/notes/07_w4a16.md).
 // What to look for: each variant's % of the copy's bandwidth, counting the
 // bytes it must read (int4 weights, scales, zeros, A, C); vs cuBLAS fp16;
 // steps 6 and 7 ahead of step 5 at M <= 16 and N = K <= 8192, all level at
-// 16384; under the report, the quantization error (the int4 weights against
+// 16384; step 8 ahead of them at M = 1 and N = K = 4096, and behind from
+// M = 16 (each 8 tokens read the weights again); under the report, the quantization error (the int4 weights against
 // the original fp16 ones) beside the kernels' own (the fp64 check, made on
 // the dequantized weights: fp16 rounding only).
 //
 // Preconditions: K a multiple of the group size (32, 64 or 128), checked
 // before any GPU work; any M and N >= 1 (the shuffled layout pads N to 256
 // and K to 64 with zero weights). --weights all0 / all15 sets every 4-bit value
-// to an extreme. The tiled kernels need sm_80; cluster, direct and warp_ring
-// sm_90.
+// to an extreme. The tiled kernels and narrow need sm_80; cluster, direct
+// and warp_ring sm_90.
 //
 // Run:  build/bin/lesson07_w4a16                                (M = 1, N = K = 4096, G = 128)
 //       build/bin/lesson07_w4a16 --m 16 --n 16384 --k 16384
 //       build/bin/lesson07_w4a16 --m 1 --n 14336 --k 4096 --group-size 64
 //       build/bin/lesson07_w4a16 --m 128 --variant shuffled,in_order
 //       build/bin/lesson07_w4a16 --m 1 --n 8192 --k 8192 --variant in_order,direct,warp_ring
+//       build/bin/lesson07_w4a16 --m 1 --variant warp_ring,narrow
 // Measured: docs/lessons/07_w4a16.md.
 
 #include <cmath>
@@ -86,6 +95,7 @@
 #include "07_w4a16/direct_gemm.cuh"
 #include "07_w4a16/warp_ring_gemm.cuh"
 #include "07_w4a16/gptq_gemm.cuh"
+#include "07_w4a16/narrow_gemm.cuh"
 #include "07_w4a16/shuffled_gemm.cuh"
 #include "harness/catalog.hpp"
 #include "harness/gemm_problem.cuh"
@@ -99,7 +109,7 @@ using namespace wb;
 using namespace wb::w4a16;
 
 // Inputs, in order.
-enum Input { kA, kBq, kScales, kZeros, kShuffled, kShuffledScales, kW };
+enum Input { kA, kBq, kScales, kZeros, kShuffled, kShuffledScales, kNarrow, kNarrowScales, kW };
 
 int group_size(const ProblemSize& s) { return int(s.params.integer("group_size")); }
 int requested_split(const ProblemSize& s) { return int(s.params.integer("split_k")); }
@@ -114,6 +124,8 @@ W4Args w4_args(const Buffers& b) {
   a.zeros = static_cast<const __half*>(b.inputs[kZeros]);
   a.bs = static_cast<const uint32_t*>(b.inputs[kShuffled]);
   a.sz = static_cast<const __half*>(b.inputs[kShuffledScales]);
+  a.bn = static_cast<const uint32_t*>(b.inputs[kNarrow]);
+  a.szn = static_cast<const __half*>(b.inputs[kNarrowScales]);
   a.c = static_cast<__half*>(b.outputs[0]);
   a.m = s.m;
   a.n = s.n;
@@ -153,7 +165,8 @@ struct QuantStats {
 QuantStats g_quant;
 
 // Quantizes W0 group by group and writes every layout: the GPTQ words, the
-// scales and zeros, the shuffled words and scales, and W = dequant(Bq) in fp16.
+// scales and zeros, the shuffled and narrow words and scales, and W = dequant(Bq)
+// in fp16.
 void fill_weights(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t seed) {
   const int64_t n = s.n, k = s.k, g = group_size(s);
   const int64_t kp = q4::padded_k(k), np = q4::padded_n(n);
@@ -163,6 +176,9 @@ void fill_weights(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t se
   auto* zeros = reinterpret_cast<uint16_t*>(in[kZeros].data.data());
   auto* bs = reinterpret_cast<uint32_t*>(in[kShuffled].data.data());
   auto* sz = reinterpret_cast<uint16_t*>(in[kShuffledScales].data.data());
+  auto* bn = reinterpret_cast<uint32_t*>(in[kNarrow].data.data());
+  auto* szn = reinterpret_cast<uint16_t*>(in[kNarrowScales].data.data());
+  const int64_t padded_groups = q4::shuffled_groups(k, int(g));
   auto* w = reinterpret_cast<uint16_t*>(in[kW].data.data());
   std::vector<float> column(static_cast<size_t>(g));
   std::vector<q4::GroupQuant> quant(static_cast<size_t>(n));
@@ -176,6 +192,8 @@ void fill_weights(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t se
       zeros[grp * n + c] = float_to_half(q.zero);
       sz[q4::shuffled_scale_index(grp, c, np, false)] = float_to_half(q.scale);
       sz[q4::shuffled_scale_index(grp, c, np, true)] = float_to_half(q.zero);
+      szn[q4::narrow_scale_index(grp, c, padded_groups, false)] = float_to_half(q.scale);
+      szn[q4::narrow_scale_index(grp, c, padded_groups, true)] = float_to_half(q.zero);
     }
     for (int64_t r = grp * g; r < (grp + 1) * g; ++r)
       for (int64_t c = 0; c < n; ++c) {
@@ -186,6 +204,8 @@ void fill_weights(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t se
         bq[word] = q4::set_nibble(bq[word], q4::gptq_nibble(r), v);
         const q4::Position p = q4::shuffled_position(r, c, kp);
         bs[p.word] = q4::set_nibble(bs[p.word], p.nibble, v);
+        const q4::Position pn = q4::narrow_position(r, c, kp);
+        bn[pn.word] = q4::set_nibble(bn[pn.word], pn.nibble, v);
         const uint16_t h = float_to_half(q4::dequant_exact(v, q.zero, q.scale));
         w[r * n + c] = h;
         const double d = double(half_to_float(h)) - double(w0);
@@ -252,6 +272,9 @@ Problem w4a16_problem() {
         {"zeros", g, s.n, DType::f16, Layout::row_major, true},
         {"Bq_shuffled", kp / 8, np, DType::u4x8, Layout::row_major, true},
         {"sz_shuffled", q4::shuffled_groups(s.k, group_size(s)), np * 2, DType::f16, Layout::row_major, true},
+        {"Bq_narrow", kp / 8, q4::narrow_padded_n(s.n), DType::u4x8, Layout::row_major, true},
+        {"sz_narrow", q4::shuffled_groups(s.k, group_size(s)), q4::narrow_padded_n(s.n) * 2, DType::f16,
+         Layout::row_major, true},
         {"W", s.k, s.n, DType::f16, Layout::row_major, true},  // dequant(Bq): the reference's weights
     };
   };
@@ -362,6 +385,30 @@ Variant strip_variant(const char* name, const char* what) {
   return v;
 }
 
+// Step 8: a block per 16-column strip, its warps splitting K; no split to choose.
+Variant narrow() {
+  Variant v = base_variant("narrow", "strips of 16 columns, a block each, its warps splitting K and adding at one "
+                                     "block barrier; the tokens the mma's 8 columns (made for M <= 8)");
+  v.min_cc = 80;  // mma.sync
+  v.config = [](const ProblemSize& s) {
+    return splitk::kernel_config(plan_narrow(s.m, s.n, s.k, group_size(s), requested_split(s)), false);
+  };
+  v.launch = [](const Buffers& b, cudaStream_t st) { launch_narrow(w4_args(b), requested_split(b.size), st); };
+  v.note = [](const ProblemSize& s) -> std::string {
+    std::string note;
+    if (requested_split(s) > 0) note = "--split-k does not apply: the block's warps split K";
+    if (s.m > kNarrowTokens) {
+      if (!note.empty()) note += "; ";
+      note += "M > 8: each 8 tokens read the weights again";
+    }
+    return note;
+  };
+  v.model = [](const ProblemSize&, const KernelConfig& c, const GpuInfo& gpu) {
+    return split_wave_line(c, gpu, c.blocks_per_sm);
+  };
+  return v;
+}
+
 std::vector<Variant> variants() {
   return {
       dequant_cublas(),
@@ -381,6 +428,7 @@ std::vector<Variant> variants() {
       strip_variant<plan_ring, launch_ring>("warp_ring", "each warp its own ring of steps in shared memory, filled "
                                                          "with cp.async and waited for step by step by the "
                                                          "hardware's group count; no block barrier in the loop"),
+      narrow(),
   };
 }
 

@@ -458,7 +458,7 @@ TEST_P(W4A16, EveryVariantMatchesAndDequantIsExact) {
       EXPECT_EQ(v.split_k, std::min({c.split, 8, groups})) << v.name;
     }
   }
-  EXPECT_EQ(ran, 9) << r.out;
+  EXPECT_EQ(ran, 10) << r.out;
   if (std::string(c.weights) == "random") EXPECT_NE(r.out.find("quantization error"), std::string::npos) << r.out;
   fs::remove(json);
 }

@@ -136,6 +136,84 @@ TEST(Q4, ShuffledScalesAreARowPerLaneGroup) {
   EXPECT_EQ(int64_t(seen.size()), 3 * np * 2);
 }
 
+// Step 8's narrow layout: every nibble one weight of the padded matrix and
+// every weight one nibble, exhaustively, and random values read back.
+TEST(Q4, NarrowMapIsABijection) {
+  for (const auto& [k, n] : {std::pair<int64_t, int64_t>{64, 16}, {192, 48}, {96, 37}, {32, 1}}) {
+    const int64_t kp = q4::padded_k(k), np = q4::narrow_padded_n(n);
+    const int64_t words = q4::narrow_words(k, n);
+    ASSERT_EQ(words * 8, kp * np);
+    std::set<int64_t> seen;
+    for (int64_t w = 0; w < words; ++w)
+      for (int i = 0; i < 8; ++i) {
+        const q4::Element e = q4::narrow_element(w, i, kp);
+        ASSERT_GE(e.k, 0);
+        ASSERT_LT(e.k, kp);
+        ASSERT_GE(e.n, 0);
+        ASSERT_LT(e.n, np);
+        ASSERT_TRUE(seen.insert(e.k * np + e.n).second) << "weight " << e.k << ", " << e.n << " twice";
+        const q4::Position p = q4::narrow_position(e.k, e.n, kp);
+        ASSERT_EQ(p.word, w);
+        ASSERT_EQ(p.nibble, i);
+      }
+    EXPECT_EQ(int64_t(seen.size()), kp * np);
+  }
+}
+
+TEST(Q4, NarrowRoundTrip) {
+  const int64_t k = 160, n = 45, kp = q4::padded_k(k);
+  std::vector<uint32_t> words(size_t(q4::narrow_words(k, n)), 0u);
+  std::vector<uint8_t> values(size_t(k * n));
+  std::mt19937 rng(11);
+  for (int64_t r = 0; r < k; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      const uint32_t q = rng() & 0xF;
+      values[size_t(r * n + c)] = uint8_t(q);
+      const q4::Position p = q4::narrow_position(r, c, kp);
+      words[size_t(p.word)] = q4::set_nibble(words[size_t(p.word)], p.nibble, q);
+    }
+  for (int64_t r = 0; r < k; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      const q4::Position p = q4::narrow_position(r, c, kp);
+      ASSERT_EQ(q4::get_nibble(words[size_t(p.word)], p.nibble), values[size_t(r * n + c)]) << r << ", " << c;
+    }
+}
+
+// What the layout promises step 8: lane l's word j, nibbles s and s + 4, are
+// the pair (k, k + 1) of A fragment register a0, a2, a1, a3 (s = 0..3) of mma
+// step j: rows g (s < 2) or g + 8, and k slots that make lane t's 16 values of
+// a chunk the run 16 t .. 16 t + 15; its B registers b0, b1 of step j are
+// then that run's pairs 2 j and 2 j + 1.
+TEST(Q4, NarrowWordsAreTheFragments) {
+  const int64_t kp = 128;
+  for (int64_t c = 0; c < kp / 64; ++c)
+    for (int lane = 0; lane < 32; ++lane)
+      for (int j = 0; j < 4; ++j)
+        for (int s = 0; s < 4; ++s) {
+          const int64_t word = (c * 32 + lane) * 4 + j;  // strip 0
+          const q4::Element lo = q4::narrow_element(word, s, kp), hi = q4::narrow_element(word, s + 4, kp);
+          const int t = lane % 4, g = lane / 4;
+          EXPECT_EQ(lo.n, g + 8 * (s / 2));
+          EXPECT_EQ(hi.n, lo.n);
+          EXPECT_EQ(lo.k, 64 * c + 16 * t + 2 * (2 * j + s % 2));  // pair 2 j (b0) or 2 j + 1 (b1)
+          EXPECT_EQ(hi.k, lo.k + 1);
+        }
+}
+
+TEST(Q4, NarrowScalesAreARowPerLaneGroup) {
+  const int64_t np = 48, groups = 3;
+  std::set<int64_t> seen;
+  for (int64_t group = 0; group < groups; ++group)
+    for (int64_t n = 0; n < np; ++n)
+      for (bool zero : {false, true}) {
+        const int64_t i = q4::narrow_scale_index(group, n, groups, zero);
+        EXPECT_TRUE(seen.insert(i).second);
+        EXPECT_EQ(i / 4, ((n / 16) * groups + group) * 8 + n % 8);  // one 8-byte load per lane group
+        EXPECT_EQ(i % 4, (zero ? 0 : 2) + (n % 16) / 8);
+      }
+  EXPECT_EQ(int64_t(seen.size()), groups * np * 2);
+}
+
 // The quantizer: every value within half a step of the original, the zero
 // point a whole number in [0, 15], the scale an fp16 value, and the extremes
 // of the group on the grid's ends.

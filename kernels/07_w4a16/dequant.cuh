@@ -36,6 +36,8 @@ struct W4Args {
   const __half* zeros;      // (K / G, N), whole numbers in [0, 15]
   const uint32_t* bs;       // shuffled (schedule/q4.hpp): q4::shuffled_words(K, N) words
   const __half* sz;         // shuffled scales and zero points: q4::shuffled_scale_halves(K, N, G)
+  const uint32_t* bn;       // narrow (step 8): q4::narrow_words(K, N) words
+  const __half* szn;        // narrow scales and zero points: q4::narrow_scale_halves(K, N, G)
   __half* c;                // (M, N) row-major
   int m, n, k, group_size;
   TraceRecord* trace;

@@ -17,6 +17,9 @@
 //   shuffled            one 16-byte load per thread per 16-deep k step holds
 //                       exactly its m16n8k16 B fragments for 8 column tiles
 //                       (64 columns): see shuffled_element below
+//   narrow              one 16-byte load per thread holds its m16n8k16 A
+//                       fragments of 16 columns for four k steps (64 deep):
+//                       see narrow_element below
 #pragma once
 
 #include <cmath>
@@ -115,6 +118,58 @@ WB_HD int64_t shuffled_scale_index(int64_t group, int64_t n, int64_t np, bool ze
 }
 WB_HD int64_t shuffled_scale_halves(int64_t k, int64_t n, int group_size) {
   return shuffled_groups(k, group_size) * padded_n(n) * 2;
+}
+
+// ----------------------------------------------------------------- narrow
+// Step 8's layout: strips of 16 columns, each the 16 rows of one m16n8k16 A
+// operand (the weights as A, the tokens as B's 8 columns), K in chunks of 64.
+// For strip `sb`, chunk `c`, lane `l` (t = l % 4, g = l / 4) and word j in
+// 0..3 of its 16 bytes, nibble i = 4 h + s (h = i / 4, s = i % 4) holds
+//     n = 16 sb + g + 8 (s / 2)
+//     k = 64 c + 16 t + 4 j + 2 (s % 2) + h
+// so the lop3 trick's pairs (nibbles s and s + 4) are, for s = 0..3, the A
+// fragment's registers a0, a2, a1, a3 of mma step j. The mma adds over its
+// 16 k slots in any order, so the slots are given k values that make lane
+// t's 16 activations of a chunk one run, k = 64 c + 16 t .. + 15 (two
+// 16-byte loads, no shuffle of A). Words are stored by strip, then chunk, then
+// lane: word index = ((sb * chunks + c) * 32 + l) * 4 + j, a warp's chunk one
+// run of 512 bytes. N is padded to 16 and K to kShuffledDepth, with q = 0
+// and scale 0 in the padding.
+constexpr int kNarrowColumns = 16;
+constexpr int kNarrowDepth = 64;  // a chunk: four mma steps
+static_assert(kShuffledDepth % kNarrowDepth == 0, "the narrow layout pads K as the shuffled one does");
+
+WB_HD int64_t narrow_padded_n(int64_t n) { return (n + kNarrowColumns - 1) / kNarrowColumns * kNarrowColumns; }
+WB_HD int64_t narrow_words(int64_t k, int64_t n) { return padded_k(k) * narrow_padded_n(n) / kValuesPerWord; }
+
+WB_HD Element narrow_element(int64_t word, int nibble, int64_t kp) {
+  const int64_t chunks = kp / kNarrowDepth;
+  const int j = int(word % 4), lane = int((word / 4) % 32);
+  const int64_t c = (word / 128) % chunks, sb = word / 128 / chunks;
+  const int h = nibble / 4, s = nibble % 4, t = lane % 4, g = lane / 4;
+  return Element{kNarrowDepth * c + 16 * t + 4 * j + 2 * (s % 2) + h, kNarrowColumns * sb + g + 8 * (s / 2)};
+}
+
+// Where weight (k, n) lies: the inverse of narrow_element.
+WB_HD Position narrow_position(int64_t k, int64_t n, int64_t kp) {
+  const int64_t chunks = kp / kNarrowDepth;
+  const int64_t sb = n / kNarrowColumns, c = k / kNarrowDepth;
+  const int cn = int(n % kNarrowColumns), r = int(k % kNarrowDepth);
+  const int g = cn % 8, t = r / 16, j = (r % 16) / 4, s = 2 * (cn / 8) + (r % 4) / 2, h = r % 2;
+  return Position{((sb * chunks + c) * 32 + 4 * g + t) * 4 + j, 4 * h + s};
+}
+
+// Scales and zero points for step 8: for strip `sb`, group `group` and
+// g = lane / 4, four fp16 values in a row (one 8-byte load): the zero points
+// of columns g and g + 8 of the strip, then their scales. Groups cover
+// padded_k(K), as shuffled_groups counts them.
+WB_HD int64_t narrow_scale_index(int64_t group, int64_t n, int64_t groups, bool zero) {
+  const int64_t sb = n / kNarrowColumns;
+  const int cn = int(n % kNarrowColumns);
+  return ((sb * groups + group) * 8 + cn % 8) * 4 + (zero ? 0 : 2) + cn / 8;
+}
+WB_HD int64_t narrow_scale_halves(int64_t k, int64_t n, int group_size) {
+  return shuffled_groups(k, group_size) * narrow_padded_n(n) * 2;
 }
 
 // ---------------------------------------------------------------- quantizer
