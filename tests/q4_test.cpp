@@ -61,28 +61,31 @@ TEST(Q4, BothLayoutsRoundTrip) {
   round_trip(32, 1);
 }
 
-// Every nibble of the shuffled array is one weight of the padded matrix, and
-// every weight one nibble: the map and its inverse, exhaustively.
+// Every nibble of `words` is one weight of the kp x np padded matrix, and
+// every weight one nibble: a layout's map and its inverse, exhaustively.
+template <class Element, class Position>
+void expect_bijection(int64_t words, int64_t kp, int64_t np, Element element, Position position) {
+  ASSERT_EQ(words * 8, kp * np);
+  std::set<int64_t> seen;
+  for (int64_t w = 0; w < words; ++w)
+    for (int i = 0; i < 8; ++i) {
+      const q4::Element e = element(w, i, kp);
+      ASSERT_GE(e.k, 0);
+      ASSERT_LT(e.k, kp);
+      ASSERT_GE(e.n, 0);
+      ASSERT_LT(e.n, np);
+      ASSERT_TRUE(seen.insert(e.k * np + e.n).second) << "weight " << e.k << ", " << e.n << " twice";
+      const q4::Position p = position(e.k, e.n, kp);
+      ASSERT_EQ(p.word, w);
+      ASSERT_EQ(p.nibble, i);
+    }
+  EXPECT_EQ(int64_t(seen.size()), kp * np);
+}
+
 TEST(Q4, ShuffledMapIsABijection) {
-  for (const auto& [k, n] : {std::pair<int64_t, int64_t>{64, 256}, {192, 512}, {96, 300}}) {
-    const int64_t kp = q4::padded_k(k), np = q4::padded_n(n);
-    const int64_t words = q4::shuffled_words(k, n);
-    ASSERT_EQ(words * 8, kp * np);
-    std::set<int64_t> seen;
-    for (int64_t w = 0; w < words; ++w)
-      for (int i = 0; i < 8; ++i) {
-        const q4::Element e = q4::shuffled_element(w, i, kp);
-        ASSERT_GE(e.k, 0);
-        ASSERT_LT(e.k, kp);
-        ASSERT_GE(e.n, 0);
-        ASSERT_LT(e.n, np);
-        ASSERT_TRUE(seen.insert(e.k * np + e.n).second) << "weight " << e.k << ", " << e.n << " twice";
-        const q4::Position p = q4::shuffled_position(e.k, e.n, kp);
-        ASSERT_EQ(p.word, w);
-        ASSERT_EQ(p.nibble, i);
-      }
-    EXPECT_EQ(int64_t(seen.size()), kp * np);
-  }
+  for (const auto& [k, n] : {std::pair<int64_t, int64_t>{64, 256}, {192, 512}, {96, 300}})
+    expect_bijection(q4::shuffled_words(k, n), q4::padded_k(k), q4::padded_n(n), q4::shuffled_element,
+                     q4::shuffled_position);
 }
 
 // What the layout promises the kernel: lane l's word j, nibbles s and s + 4,
@@ -139,25 +142,9 @@ TEST(Q4, ShuffledScalesAreARowPerLaneGroup) {
 // Step 8's narrow layout: every nibble one weight of the padded matrix and
 // every weight one nibble, exhaustively, and random values read back.
 TEST(Q4, NarrowMapIsABijection) {
-  for (const auto& [k, n] : {std::pair<int64_t, int64_t>{64, 16}, {192, 48}, {96, 37}, {32, 1}}) {
-    const int64_t kp = q4::padded_k(k), np = q4::narrow_padded_n(n);
-    const int64_t words = q4::narrow_words(k, n);
-    ASSERT_EQ(words * 8, kp * np);
-    std::set<int64_t> seen;
-    for (int64_t w = 0; w < words; ++w)
-      for (int i = 0; i < 8; ++i) {
-        const q4::Element e = q4::narrow_element(w, i, kp);
-        ASSERT_GE(e.k, 0);
-        ASSERT_LT(e.k, kp);
-        ASSERT_GE(e.n, 0);
-        ASSERT_LT(e.n, np);
-        ASSERT_TRUE(seen.insert(e.k * np + e.n).second) << "weight " << e.k << ", " << e.n << " twice";
-        const q4::Position p = q4::narrow_position(e.k, e.n, kp);
-        ASSERT_EQ(p.word, w);
-        ASSERT_EQ(p.nibble, i);
-      }
-    EXPECT_EQ(int64_t(seen.size()), kp * np);
-  }
+  for (const auto& [k, n] : {std::pair<int64_t, int64_t>{64, 16}, {192, 48}, {96, 37}, {32, 1}})
+    expect_bijection(q4::narrow_words(k, n), q4::padded_k(k), q4::narrow_padded_n(n), q4::narrow_element,
+                     q4::narrow_position);
 }
 
 TEST(Q4, NarrowRoundTrip) {
