@@ -32,28 +32,21 @@
 //                           ldmatrix.trans, one barrier per slice; up to M = 8 the
 //                           weights are the mma's 16 rows and the tokens its 8
 //                           columns, so no mma multiplies 15 rows of zeros
-//   step 5  serial          step 4 with lesson 06's semaphore instead of atomics
-//           in_order        step 4, the last split of a tile adding the others'
-//                           slices in order (lesson 06's streaming kernel)
-//           cluster         (Hopper) step 4, a tile's splits launched as one cluster:
-//                           each block adds its share of the columns straight from the
-//                           others' shared memory; no workspace, no zeroing, no
-//                           counter. All three give the same bits every run
-//   step 6  direct          (Hopper) no shared-memory pipeline: each lane loads its 16
-//                           bytes per k step straight into a ring of registers; a warp
-//                           owns a 64-column strip and a range of its k steps, the sums
-//                           added in order in shared memory, then across a cluster
-//   step 7  warp_ring       (Hopper) step 6 with each warp's ring in shared memory:
-//                           every lane copies its 16 bytes of a step with cp.async, one
-//                           commit group a step, and waits with cp.async.wait_group for
-//                           the oldest step alone; the activations come the same way
-//                           (read with ldmatrix), the warp's lanes meet at __syncwarp,
-//                           never at a block barrier
-//   step 8  narrow          (M <= 8) strips of 16 columns, the weights as the mma's 16
-//                           rows: a block per strip, its 8 warps splitting K, their
-//                           sums added after one block barrier; no cluster. A lane's
-//                           16 bytes are its fragments for four k steps, and its 16
-//                           activations of those steps one run (two 16-byte loads)
+//   step 5  serial          step 4, the splits added behind lesson 06's semaphore;
+//           in_order        by the tile's last split, in order; cluster (Hopper): a
+//           cluster         tile's splits one cluster, adding from each other's shared
+//                           memory. All three give the same bits every run
+//   step 6  direct          (Hopper) each lane loads its 16 bytes per k step straight
+//                           into a ring of registers; a warp owns a 64-column strip and
+//                           a range of its k steps, the sums added in shared memory,
+//                           then across a cluster
+//   step 7  warp_ring       (Hopper) step 6 with each warp's ring in shared memory, one
+//                           cp.async commit group a step, waited for step by step; the
+//                           warp's lanes meet at __syncwarp, never at a block barrier
+//   step 8  narrow          (M <= 8) strips of 16 columns (the weights as the mma's 16
+//                           rows), a block each, its 8 warps splitting K and adding at
+//                           one block barrier; a lane's 16 bytes are its fragments for
+//                           four k steps, its activations for them one 32-byte run
 //
 // Why faster: step 1 writes and reads the fp16 weights besides; step 2 reads a
 // quarter of the bytes but unpacks into shared memory behind a second
@@ -62,17 +55,14 @@
 // or a workspace behind a fence); step 6 drops the block-wide pipeline, which
 // nothing needs when no byte a block copies is read twice (M <= 16); step 7
 // lets a warp wait for one step while the next seven are still coming, where
-// step 6's loads, sharing one scoreboard, were waited for all at once; step 8
-// gives each block a strip narrow enough that N = 4096 fills the GPU without
-// splitting a strip over a cluster, so the adding is one block barrier
-// (docs/notes/07_w4a16.md).
+// step 6's loads, sharing one scoreboard, were waited for all at once; step 8's
+// strips fill the GPU at N = 4096 unsplit: one block barrier adds (docs/notes).
 // What to look for: each variant's % of the copy's bandwidth, counting the
 // bytes it must read (int4 weights, scales, zeros, A, C); vs cuBLAS fp16;
 // steps 6 and 7 ahead of step 5 at M <= 16 and N = K <= 8192, all level at
-// 16384; step 8 ahead of them at M = 1 and N = K = 4096, and behind from
-// M = 16 (each 8 tokens read the weights again); under the report, the quantization error (the int4 weights against
-// the original fp16 ones) beside the kernels' own (the fp64 check, made on
-// the dequantized weights: fp16 rounding only).
+// 16384; step 8 ahead at M <= 8 and N = K = 4096, behind from M = 16; under
+// the report, the quantization error (int4 against the original fp16
+// weights) beside the kernels' own (fp64, on the dequantized weights).
 //
 // Preconditions: K a multiple of the group size (32, 64 or 128), checked
 // before any GPU work; any M and N >= 1 (the shuffled layout pads N to 256
