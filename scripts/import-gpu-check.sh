@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Files a GPU check's archive into assets/: results to assets/results/<gpu>/,
 # the summary beside them, and, when asked, the traces to assets/traces/<gpu>/
-# (gzip-compressed: .json.gz). Traces are large and every copy stays in the
+# (gzip-compressed: .json.gz), and re-renders the lesson pages' recorded
+# tables (scripts/lesson-tables.py). Traces are large and every copy stays in the
 # repository's history, so import them only when their kernels changed.
 #
 #   scripts/import-gpu-check.sh [--traces] gpu-check.tar.gz summary.txt
@@ -30,4 +31,6 @@ if [ $traces = 1 ]; then
   # Older checks wrote plain JSON: compressed here.
   for t in "$tmp"/gpu-check/traces/*.json; do gzip -9 -n -c "$t" > "$root/assets/traces/$gpu/$(basename "$t").gz"; done
 fi
+# The lesson pages' recorded tables, from the results just filed.
+python3 "$root/scripts/lesson-tables.py" "$root"/docs/lessons/*.md
 echo "import: $gpu: $(ls "$root/assets/results/$gpu" | wc -l) results files$([ $traces = 1 ] && echo ", $(ls "$root/assets/traces/$gpu" | wc -l) trace files")"

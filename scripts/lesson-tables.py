@@ -32,8 +32,14 @@ def shape_text(shape):
 
 
 def table(relpath, options):
-    with open(os.path.join(RESULTS, relpath)) as f:
-        r = json.load(f)
+    path = os.path.join(RESULTS, relpath)
+    if not os.path.isfile(path):
+        raise SystemExit(f"lesson-tables: a block names {relpath}, which is not in assets/results")
+    with open(path) as f:
+        try:
+            r = json.load(f)
+        except json.JSONDecodeError as e:
+            raise SystemExit(f"lesson-tables: {relpath} is not JSON ({e})")
     variants = [v for v in r["variants"] if not v["skipped"]]
     wanted = None
     with_what = False
@@ -72,8 +78,21 @@ def table(relpath, options):
 
 
 def main(argv):
+    if "-h" in argv or "--help" in argv:
+        print(__doc__.strip())
+        return 0
     check = "--check" in argv
     files = [a for a in argv if a != "--check"]
+    for a in files:
+        if a.startswith("-"):
+            print(f"lesson-tables: unknown option '{a}' (--check, --help)", file=sys.stderr)
+            return 2
+        if not os.path.isfile(a):
+            print(f"lesson-tables: no such file: {a}", file=sys.stderr)
+            return 2
+    if not files:
+        print("lesson-tables: give the Markdown files to render (see --help)", file=sys.stderr)
+        return 2
     stale = False
     for path in files:
         with open(path) as f:
