@@ -16,8 +16,8 @@
 // 64-deep chunk, schedule/q4.hpp's narrow layout), and the mma's k slots are
 // given k values that make the lane's 16 activations of a chunk one run: two
 // 16-byte loads, straight into the B fragments, no shared memory. Each warp
-// loads a batch of 8 chunks (its weights, scales and activations) into
-// registers, then multiplies them; the warps' sums are added in order after
+// loads a batch of chunks (its weights, scales and activations: 8 chunks, or
+// 4 in the two-strip block below) into registers, then multiplies them; the warps' sums are added in order after
 // one block barrier, and the block stores its 16 columns. No cluster, no
 // workspace, no atomics: the same bits every run.
 //
@@ -25,11 +25,10 @@
 // Beyond 8 it takes 16 tokens (two mma for each dequantized fragment, so the
 // weights are read once) and two strips with 16 warps (each run of
 // activations feeds both, so the 16 rows of activations every block reads
-// cost half as much per column): at 16 x 4096 that is 8.7-8.8 us against 11.5
-// with one strip and each 8 tokens reading the weights again (H100). Past 16
-// tokens, blockIdx.y takes the next 16, reading the weights again. Any N; K
-// as the other shuffled kernels take it (padded to 64 with zero scales, so
-// padding adds exact zeros).
+// cost half as much per column; docs/notes/07_w4a16.md has the measurements).
+// Past 16 tokens, blockIdx.y takes the next 16, reading the weights again.
+// Any N; K as the other shuffled kernels take it (padded to 64 with zero
+// scales, so padding adds exact zeros).
 #pragma once
 
 #include <cuda_fp16.h>
