@@ -296,7 +296,7 @@ KernelConfig layout_config(const ProblemSize& s, Launches launches) {
   const int resident = fused        ? layout_gemm_resident<LayoutNT, LayoutTNt, Activation::relu>()
                        : one_launch ? layout_gemm_resident<LayoutNT, LayoutTN>()
                                     : layout_gemm_resident<LayoutNT, LayoutNT>();
-  c.grid_blocks = std::min<int64_t>(one_launch ? c.work_units : first_tiles, resident);  // two launches: the first's
+  c.grid_blocks = int(even_wave_blocks(one_launch ? c.work_units : first_tiles, resident));  // two launches: the first's
   c.blocks_per_sm = std::max(1, resident / sm_count());
   return c;
 }

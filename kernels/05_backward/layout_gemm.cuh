@@ -43,6 +43,7 @@
 #include "common/mma.cuh"
 #include "common/tma.cuh"
 #include "common/wgmma.cuh"
+#include "models/wave_model.hpp"
 
 namespace wb::backward {
 
@@ -313,6 +314,32 @@ __device__ __forceinline__ void wgmma_stage(float (&acc)[kBN / 2], uint32_t a_ba
   }
 }
 
+// Steps 2 and 3: one tile's k loop for one consumer, lesson 04's: wait for a
+// stage, issue its wgmmas, and release the stage before once they are done.
+// One loop per layout, chosen once per tile: a branch between the wgmmas of a
+// stage (which product?) makes ptxas fence them (C7519) and costs 3%.
+template <class L, int kS, class S>
+__device__ __forceinline__ void k_loop(S& s, float (&acc)[kBN / 2], int k_tiles, int consumer, int& slot,
+                                       uint32_t& phase) {
+  using namespace hopper;
+  const bool warp_leader = threadIdx.x % 32 == 0;
+  int previous_slot = -1;
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    mbarrier_wait(&s.full[slot], phase);
+    wgmma_fence();
+    wgmma_stage<L>(acc, smem_u32(s.a[slot]), smem_u32(s.b[slot]), consumer, kt > 0);
+    wgmma_commit();
+    wgmma_wait<1>();
+    fence_accumulators(acc);
+    if (previous_slot >= 0 && warp_leader) mbarrier_arrive(&s.empty[previous_slot]);
+    previous_slot = slot;
+    if (++slot == kS) { slot = 0; phase ^= 1; }
+  }
+  wgmma_wait<0>();
+  fence_accumulators(acc);
+  if (warp_leader) mbarrier_arrive(&s.empty[previous_slot]);
+}
+
 // kGrad == none: steps 2 and 3, A and B as they are. Otherwise step 4: A is
 // dZ (with P beside it), and each consumer forms dP = dZ * act'(P) in the
 // registers its wgmmas read A from; the tiles of product 1's first tile
@@ -376,7 +403,6 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
     // ---------------------------------------------------------- consumers
     warpgroup_claim_registers<kConsumerRegs>();
     const int consumer = warpgroup - 1;
-    const bool warp_leader = threadIdx.x % 32 == 0;
     int slot = 0;
     uint32_t phase = 0;
     float acc[kBN / 2];
@@ -394,26 +420,10 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
         } else {
           fused_k_loop<L1, kGrad>(s, acc, k_tiles, consumer, slot, phase, sum_db, db_sums);
         }
+      } else if (std::is_same_v<L0, L1> || p == 0) {  // one copy of the loop where both layouts are one
+        k_loop<L0, kS>(s, acc, k_tiles, consumer, slot, phase);
       } else {
-        int previous_slot = -1;
-        for (int kt = 0; kt < k_tiles; ++kt) {
-          mbarrier_wait(&s.full[slot], phase);
-          wgmma_fence();
-          if (p == 0) {
-            wgmma_stage<L0>(acc, smem_u32(s.a[slot]), smem_u32(s.b[slot]), consumer, kt > 0);
-          } else {
-            wgmma_stage<L1>(acc, smem_u32(s.a[slot]), smem_u32(s.b[slot]), consumer, kt > 0);
-          }
-          wgmma_commit();
-          wgmma_wait<1>();
-          fence_accumulators(acc);
-          if (previous_slot >= 0 && warp_leader) mbarrier_arrive(&s.empty[previous_slot]);
-          previous_slot = slot;
-          if (++slot == kS) { slot = 0; phase ^= 1; }
-        }
-        wgmma_wait<0>();
-        fence_accumulators(acc);
-        if (warp_leader) mbarrier_arrive(&s.empty[previous_slot]);
+        k_loop<L1, kS>(s, acc, k_tiles, consumer, slot, phase);
       }
       const int row0 = tile.m * kBM + 64 * consumer, col0 = tile.n * kBN;
       if (sum_db) write_db(db_sums, ps.db, ps.m[1], row0);
@@ -494,8 +504,11 @@ inline int layout_gemm_resident() {
   return resident;
 }
 
+// Lesson 04 step 9's balanced grid: the fewest blocks that take as many waves
+// (at 4096^3, 128 blocks of 4 tiles rather than 132 of which 16 idle in the
+// last wave).
 inline int layout_gemm_grid(const Products& ps, int resident) {
-  return std::max(1, std::min(ps.units[0] + ps.units[1], resident));
+  return int(even_wave_blocks(ps.units[0] + ps.units[1], resident));
 }
 
 // Launches the products in `ps` (a second one when ps.units[1] > 0).
