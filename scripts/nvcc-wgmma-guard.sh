@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The CUDA compiler launcher (CMAKE_CUDA_COMPILER_LAUNCHER): runs the compile it is given, and fails
+# it when ptxas reports that it fenced or serialised wgmma instructions (its C75xx lines about
+# wgmma, GMMA or warpgroup). Such a kernel is correct but loses the overlap of its tensor-core
+# pipeline, which a profile shows only as a slower kernel: a runtime branch between the wgmmas of
+# a stage cost lesson 05's products 3% (docs/notes/05_backward.md).
+#
+#   nvcc-wgmma-guard.sh nvcc ARGS...      (what CMake runs; WORKBOOK_WGMMA_GUARD=OFF leaves it out)
+set -u
+log=$(mktemp) || exit 1
+trap 'rm -f "$log"' EXIT
+"$@" 2> "$log"
+rc=$?
+cat "$log" >&2
+[ $rc -ne 0 ] && exit $rc
+hits=$(grep -E '\(C75[0-9][0-9]\).*(wgmma|GMMA|warpgroup)' "$log")
+[ -z "$hits" ] && exit 0
+# The object must not look built: remove what -o named.
+prev=
+for arg in "$@"; do
+  [ "$prev" = -o ] && rm -f -- "$arg"
+  prev=$arg
+done
+code=$(echo "$hits" | grep -oE 'C75[0-9][0-9]' | sort -u | tr '\n' ' ')
+fn=$(echo "$hits" | head -n 1 | grep -oE "function '[^']+'" | head -n 1)
+echo "error: ptxas fenced or serialised wgmma instructions (${code% }) in ${fn#function }; see its lines above (a branch, a call or a non-wgmma write to the accumulators between a stage's wgmmas)" >&2
+exit 1
