@@ -53,8 +53,8 @@
 // operand read at full speed? With --part train each step runs a training
 // step's forward first, Z = act(X W + b), with the bias, the activation and
 // P's save in its epilogue (ReLU saves nothing but Z: its derivative is Z's
-// sign), against a framework's Linear + activation + backward: does fusing
-// the forward's epilogue win back what the backward's products lose?
+// sign), against a framework's Linear + activation + backward: what does
+// fusing the forward's epilogue add to what the backward gains?
 //
 // Preconditions: TMA needs 16-byte row strides (K % 8 == 0 and N % 8 == 0);
 // other shapes run step 1's kernel for both products (the report's note says
