@@ -7,6 +7,7 @@
 #
 #   nvcc-wgmma-guard.sh nvcc ARGS...      (what CMake runs; WORKBOOK_WGMMA_GUARD=OFF leaves it out)
 set -u
+[ $# -ge 1 ] || { echo "usage: nvcc-wgmma-guard.sh COMPILER ARGS... (the compile to run and check)" >&2; exit 2; }
 log=$(mktemp) || exit 1
 trap 'rm -f "$log"' EXIT
 "$@" 2> "$log"

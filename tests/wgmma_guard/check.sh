@@ -3,6 +3,7 @@
 # whose wgmmas ptxas fences, with one line naming it, and passes the same loop written once per
 # layout.   check.sh NVCC SOURCE_DIR WORK_DIR
 set -u
+[ $# -eq 3 ] || { echo "usage: check.sh NVCC SOURCE_DIR WORK_DIR" >&2; exit 2; }
 nvcc=$1 src=$2 work=$3
 mkdir -p "$work"
 compile() { "$src/scripts/nvcc-wgmma-guard.sh" "$nvcc" -std=c++20 --expt-relaxed-constexpr -arch=sm_90a \
