@@ -3,23 +3,29 @@
 # it when ptxas reports that it fenced or serialised wgmma instructions (its C75xx lines about
 # wgmma, GMMA or warpgroup). Such a kernel is correct but loses the overlap of its tensor-core
 # pipeline, which a profile shows only as a slower kernel: a runtime branch between the wgmmas of
-# a stage cost lesson 05's products 3% (docs/notes/05_backward.md).
+# a stage cost lesson 05's products 3% (docs/notes/05_backward.md). A device-debug compile (-G)
+# serialises them by design and is not checked.
 #
-#   nvcc-wgmma-guard.sh nvcc ARGS...      (what CMake runs; WORKBOOK_WGMMA_GUARD=OFF leaves it out)
+#   nvcc-wgmma-guard.sh [LAUNCHER...] nvcc ARGS...   (what CMake runs; WORKBOOK_WGMMA_GUARD=OFF leaves it out)
 set -u
 [ $# -ge 1 ] || { echo "usage: nvcc-wgmma-guard.sh COMPILER ARGS... (the compile to run and check)" >&2; exit 2; }
-log=$(mktemp) || exit 1
-trap 'rm -f "$log"' EXIT
-"$@" 2> "$log"
+out=$(mktemp) && err=$(mktemp) || exit 1
+trap 'rm -f "$out" "$err"' EXIT
+"$@" > "$out" 2> "$err"
 rc=$?
-cat "$log" >&2
+cat "$out"
+cat "$err" >&2
 [ $rc -ne 0 ] && exit $rc
-hits=$(grep -E '\(C75[0-9][0-9]\).*(wgmma|GMMA|warpgroup)' "$log")
+for arg in "$@"; do
+  case $arg in -G | --device-debug) exit 0 ;; esac
+done
+hits=$(cat "$out" "$err" | grep -E '\(C75[0-9][0-9]\).*(wgmma|GMMA|warpgroup)')
 [ -z "$hits" ] && exit 0
-# The object must not look built: remove what -o named.
+# The object must not look built: remove what -o (or --output-file) named.
 prev=
 for arg in "$@"; do
-  [ "$prev" = -o ] && rm -f -- "$arg"
+  case $prev in -o | --output-file) rm -f -- "$arg" ;; esac
+  case $arg in -o=* | --output-file=*) rm -f -- "${arg#*=}" ;; esac
   prev=$arg
 done
 code=$(echo "$hits" | grep -oE 'C75[0-9][0-9]' | sort -u | tr '\n' ' ')

@@ -505,8 +505,8 @@ inline int layout_gemm_resident() {
 }
 
 // Lesson 04 step 9's balanced grid: the fewest blocks that take as many waves
-// (at 4096^3, 128 blocks of 4 tiles rather than 132 of which 16 idle in the
-// last wave).
+// (one product at 4096^3: 128 blocks of 4 tiles rather than 132 of which 16
+// idle in the last wave).
 inline int layout_gemm_grid(const Products& ps, int resident) {
   return int(even_wave_blocks(ps.units[0] + ps.units[1], resident));
 }
