@@ -17,7 +17,8 @@
 // given k values that make the lane's 16 activations of a chunk one run: two
 // 16-byte loads, straight into the B fragments, no shared memory. Each warp
 // loads a batch of chunks (its weights, scales and activations: 8 chunks, or
-// 4 in the two-strip block below) into registers, then multiplies them; the warps' sums are added in order after
+// 4 in the two-strip block below; a group's scales once, not once a chunk)
+// into registers, then multiplies them; the warps' sums are added in order after
 // one block barrier, and the block stores its 16 columns. No cluster, no
 // workspace, no atomics: the same bits every run.
 //
@@ -99,12 +100,18 @@ __global__ void __launch_bounds__(narrow_warps<SS>() * 32, 16 / narrow_warps<SS>
     uint2 sz[SS];
     uint4 x[TT][2];
   };
-  auto load = [&](int c, Chunk& h) {
+  auto load_weights = [&](int c, Chunk& h) {
 #pragma unroll
-    for (int j = 0; j < SS; ++j) {
-      h.w[j] = __ldcs(w_src[j] + int64_t(c - c_begin) * 32);  // read once: streamed past L1
-      h.sz[j] = __ldg(sz_src[j] + int64_t((DEPTH * c + 16 * t) / G) * 8);
-    }
+    for (int j = 0; j < SS; ++j) h.w[j] = __ldcs(w_src[j] + int64_t(c - c_begin) * 32);  // read once: past L1
+  };
+  // The scales of chunk c, or, where c is not a group's first chunk, those of
+  // the chunk before (`prev`), already loaded: a group of 128 spans two chunks.
+  auto load_rest = [&](int c, Chunk& h, const Chunk* prev) {
+#pragma unroll
+    for (int j = 0; j < SS; ++j)
+      h.sz[j] = prev != nullptr && G >= 2 * DEPTH && (DEPTH * c) % G != 0
+                    ? prev->sz[j]
+                    : __ldg(sz_src[j] + int64_t((DEPTH * c + 16 * t) / G) * 8);
     const int at = min(DEPTH * c + 16 * t, x_last);
 #pragma unroll
     for (int i = 0; i < TT; ++i) {
@@ -135,17 +142,21 @@ __global__ void __launch_bounds__(narrow_warps<SS>() * 32, 16 / narrow_warps<SS>
       }
     }
   };
+  // A batch: its weights first (the reads from DRAM), then the rest.
   int c = c_begin;
   for (; c + U <= c_end; c += U) {
     Chunk h[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u) load(c + u, h[u]);
+    for (int u = 0; u < U; ++u) load_weights(c + u, h[u]);
+#pragma unroll
+    for (int u = 0; u < U; ++u) load_rest(c + u, h[u], u > 0 ? &h[u - 1] : nullptr);
 #pragma unroll
     for (int u = 0; u < U; ++u) multiply(h[u]);
   }
   for (; c < c_end; ++c) {
     Chunk h;
-    load(c, h);
+    load_weights(c, h);
+    load_rest(c, h, nullptr);
     multiply(h);
   }
 
