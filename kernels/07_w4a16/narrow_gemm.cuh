@@ -76,7 +76,13 @@ __global__ void __launch_bounds__(narrow_warps<SS>() * 32, 16 / narrow_warps<SS>
   const int chunks = int(q4::padded_k(p.k) / DEPTH);
   const int groups = int(q4::shuffled_groups(p.k, G));
   const int strips = int(q4::narrow_padded_n(p.n) / COLS);
-  const int c_begin = chunks * warp / W, c_end = chunks * (warp + 1) / W;
+  // A group spans CPG chunks (two at G = 128). The warps' ranges start at a
+  // group's first chunk and a batch is whole groups, so a batch's chunk u
+  // starts a group where u % CPG == 0: its scales are loaded once a group.
+  constexpr int CPG = G >= 2 * DEPTH ? G / DEPTH : 1;
+  static_assert(U % CPG == 0, "a batch is whole groups");
+  const int units = (chunks + CPG - 1) / CPG;
+  const int c_begin = min(chunks, CPG * (units * warp / W)), c_end = min(chunks, CPG * (units * (warp + 1) / W));
   // A strip past N (the last block of an odd count) reads the strip before.
   const uint4* w_src[SS];
   const uint2* sz_src[SS];
@@ -104,14 +110,11 @@ __global__ void __launch_bounds__(narrow_warps<SS>() * 32, 16 / narrow_warps<SS>
 #pragma unroll
     for (int j = 0; j < SS; ++j) h.w[j] = __ldcs(w_src[j] + int64_t(c - c_begin) * 32);  // read once: past L1
   };
-  // The scales of chunk c, or, where c is not a group's first chunk, those of
-  // the chunk before (`prev`), already loaded: a group of 128 spans two chunks.
-  auto load_rest = [&](int c, Chunk& h, const Chunk* prev) {
+  auto load_scales = [&](int c, Chunk& h) {
 #pragma unroll
-    for (int j = 0; j < SS; ++j)
-      h.sz[j] = prev != nullptr && G >= 2 * DEPTH && (DEPTH * c) % G != 0
-                    ? prev->sz[j]
-                    : __ldg(sz_src[j] + int64_t((DEPTH * c + 16 * t) / G) * 8);
+    for (int j = 0; j < SS; ++j) h.sz[j] = __ldg(sz_src[j] + int64_t((DEPTH * c + 16 * t) / G) * 8);
+  };
+  auto load_activations = [&](int c, Chunk& h) {
     const int at = min(DEPTH * c + 16 * t, x_last);
 #pragma unroll
     for (int i = 0; i < TT; ++i) {
@@ -123,10 +126,10 @@ __global__ void __launch_bounds__(narrow_warps<SS>() * 32, 16 / narrow_warps<SS>
   float acc[SS][TT][4] = {};
   // Word q of the lane's 16 bytes is mma step q's A fragment (its lop3 pairs
   // in the order a0, a2, a1, a3); the run's pairs 2 q and 2 q + 1 are b0, b1.
-  auto multiply = [&](const Chunk& h) {
+  auto multiply = [&](const Chunk& h, const uint2 (&sz)[SS]) {
 #pragma unroll
     for (int j = 0; j < SS; ++j) {
-      const TileDequant d = tile_dequant(as_half2(h.sz[j].x), as_half2(h.sz[j].y));
+      const TileDequant d = tile_dequant(as_half2(sz[j].x), as_half2(sz[j].y));
       const uint32_t words[4] = {h.w[j].x, h.w[j].y, h.w[j].z, h.w[j].w};
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
@@ -142,22 +145,27 @@ __global__ void __launch_bounds__(narrow_warps<SS>() * 32, 16 / narrow_warps<SS>
       }
     }
   };
-  // A batch: its weights first (the reads from DRAM), then the rest.
+  // A batch: its weights first (the reads from DRAM), then each group's
+  // scales and each chunk's activations.
   int c = c_begin;
   for (; c + U <= c_end; c += U) {
     Chunk h[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) load_weights(c + u, h[u]);
 #pragma unroll
-    for (int u = 0; u < U; ++u) load_rest(c + u, h[u], u > 0 ? &h[u - 1] : nullptr);
+    for (int u = 0; u < U; ++u) {
+      if (u % CPG == 0) load_scales(c + u, h[u]);
+      load_activations(c + u, h[u]);
+    }
 #pragma unroll
-    for (int u = 0; u < U; ++u) multiply(h[u]);
+    for (int u = 0; u < U; ++u) multiply(h[u], h[u - u % CPG].sz);
   }
   for (; c < c_end; ++c) {
     Chunk h;
     load_weights(c, h);
-    load_rest(c, h, nullptr);
-    multiply(h);
+    load_scales(c, h);
+    load_activations(c, h);
+    multiply(h, h.sz);
   }
 
   // The warps' sums, in order. Lane (g, t) holds columns g and g + 8 of each
