@@ -101,6 +101,26 @@ TEST(WaveModel, SplitKFillsOneWave) {
     }
 }
 
+TEST(WaveModel, SplitCapKeepsUnitsLongButEverySmBusy) {
+  // Lesson 08, Llama-2-7B at M = 16 (16 x 128 tiles, 64-deep slices, 132 SMs), at least 6 slices a unit:
+  EXPECT_EQ(cap_split_for_slices(29, 9, 64, 132, 6), 15);   // s = 0.9, up: 64 / 6 = 10 would leave SMs idle
+  EXPECT_EQ(cap_split_for_slices(8, 32, 18, 132, 6), 5);    // s = 0.9, down
+  EXPECT_EQ(cap_split_for_slices(12, 22, 64, 132, 6), 10);  // s = 0.75, up
+  EXPECT_EQ(cap_split_for_slices(8, 32, 43, 132, 6), 7);    // s = 0.75, down
+  EXPECT_EQ(cap_split_for_slices(6, 43, 64, 132, 6), 6);    // s = 0.5: units long enough already
+  EXPECT_EQ(cap_split_for_slices(1, 9, 64, 132, 6), 1);     // no split stays no split
+  EXPECT_EQ(cap_split_for_slices(4, 200, 3, 132, 6), 1);    // tiles enough for every SM, few slices
+  EXPECT_EQ(cap_split_for_slices(0, 9, 64, 132, 6), 1);
+  for (int tiles = 1; tiles < 300; tiles += 7)
+    for (int k_tiles = 1; k_tiles < 200; k_tiles += 5) {
+      const int wave = split_k_for_waves(tiles, k_tiles, 264);
+      const int s = cap_split_for_slices(wave, tiles, k_tiles, 132, 6);
+      EXPECT_GE(s, 1);
+      EXPECT_LE(s, wave);
+      EXPECT_TRUE(s == wave || int64_t(s) * tiles >= 132 || s * 6 <= k_tiles) << tiles << " " << k_tiles;
+    }
+}
+
 TEST(WaveModel, EvenWaveBlocksKeepTheWavesAndEvenTheLoad) {
   EXPECT_EQ(even_wave_blocks(512, 132), 128);   // 4096^3 in 128 x 256 tiles: 4 tiles per block
   EXPECT_EQ(even_wave_blocks(2048, 132), 128);  // 8192^3: 16 each

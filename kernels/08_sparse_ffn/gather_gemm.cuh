@@ -37,6 +37,7 @@
 #include "common/check.cuh"
 #include "common/mma.cuh"
 #include "common/trace.cuh"
+#include "models/wave_model.hpp"
 #include "schedule/activation.hpp"
 #include "schedule/split_k.hpp"
 #include "schedule/stream_k.hpp"
@@ -259,13 +260,15 @@ __device__ __forceinline__ BLoader<S, G> make_loader(const GatherParams& p, int 
     return BLoader<S, G>(p, n0);
 }
 
-// acc = A[m0 .., k slices kt_begin .. kt_end) B[.., n0 ..]: lesson 06's
-// pipeline, B through the loader. The column loader's values are stored to
-// shared memory after the product of the slice before (their loads in flight
-// meanwhile). Ends with every copy landed and every warp past shared memory.
+// acc = A[m0 .., k slices kt_begin, kt_begin + kt_step, .. < kt_end) B[.., n0 ..]:
+// lesson 06's pipeline, B through the loader. The column loader's values are
+// stored to shared memory after the product of the slice before (their loads
+// in flight meanwhile). Ends with every copy landed and every warp past shared
+// memory. The rows loader's ring of indices takes consecutive slices only.
 template <class S, Gather G>
 __device__ __forceinline__ void gathered_tile(const GatherParams& p, unsigned char* smem, int m0, int n0,
-                                              int kt_begin, int kt_end, splitk::Accumulators<S>& acc) {
+                                              int kt_begin, int kt_end, splitk::Accumulators<S>& acc,
+                                              int kt_step = 1) {
   __half* a_stages = reinterpret_cast<__half*>(smem);
   __half* b_stages = a_stages + S::STAGES * S::A_STAGE_HALVES;
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
@@ -288,18 +291,19 @@ __device__ __forceinline__ void gathered_tile(const GatherParams& p, unsigned ch
   const splitk::FragmentLanes<S> lanes(warp, lane);
   const NeuronRowLanes<S> rows(warp, lane);
   const uint32_t a_smem = shared_address(a_stages), b_smem = shared_address(b_stages);
-  const int count = kt_end - kt_begin;
+  if constexpr (G == Gather::rows) kt_step = 1;
+  const int count = (kt_end - kt_begin + kt_step - 1) / kt_step;
   if (G != Gather::columns && p.a_from_previous) {
     // B's first slices before A exists: they join the first group, which the
     // first slice waits for anyway. (The column loader stores what it loaded
     // itself, slice by slice: it keeps the plain prologue.)
 #pragma unroll
     for (int s = 0; s < S::STAGES - 1; ++s)
-      if (s < count) loader.issue(p, b_stages + s * S::B_STAGE_HALVES, (kt_begin + s) * S::BLOCK_K);
+      if (s < count) loader.issue(p, b_stages + s * S::B_STAGE_HALVES, (kt_begin + s * kt_step) * S::BLOCK_K);
     wait_for_previous_grid();
 #pragma unroll
     for (int s = 0; s < S::STAGES - 1; ++s) {
-      if (s < count) load_a(s, kt_begin + s);
+      if (s < count) load_a(s, kt_begin + s * kt_step);
       cp_async_commit_group();
     }
   } else {
@@ -307,7 +311,7 @@ __device__ __forceinline__ void gathered_tile(const GatherParams& p, unsigned ch
 #pragma unroll
     for (int s = 0; s < S::STAGES - 1; ++s) {
       if (s < count) {
-        load(s, kt_begin + s);
+        load(s, kt_begin + s * kt_step);
         if constexpr (G == Gather::columns) loader.finish(b_stages + s * S::B_STAGE_HALVES);
       }
       cp_async_commit_group();
@@ -317,7 +321,7 @@ __device__ __forceinline__ void gathered_tile(const GatherParams& p, unsigned ch
     cp_async_wait_group<S::STAGES - 2>();
     __syncthreads();
     const int refill = t + S::STAGES - 1;
-    if (refill < count) load(refill % S::STAGES, kt_begin + refill);
+    if (refill < count) load(refill % S::STAGES, kt_begin + refill * kt_step);
     cp_async_commit_group();
     // Slice refill + 1's indices, to a slot whose slice was issued STAGES - 1 slices ago
     // (its last readers passed this iteration's barrier).
@@ -415,10 +419,17 @@ __global__ void __launch_bounds__(S::THREADS) gathered_gemm_kernel(GatherParams 
   const SplitUnit unit = split_unit(blockIdx.x, tiles);
   const int tm = unit.tile / tiles_n, tn = unit.tile % tiles_n;
   const int m0 = tm * S::BLOCK_M, n0 = tn * S::BLOCK_N;
-  const int kt_begin = split_k_begin(k_tiles, p.splits, unit.split);
-  const int kt_end = split_k_begin(k_tiles, p.splits, unit.split + 1);
+  // At M <= 16 the up product's splits take every splits-th slice (split, split + splits,
+  // ...), not a run of them: the units of a tile, running together, then read neighbouring
+  // 128-byte pieces of the same neurons' rows, which DRAM serves faster than pieces of rows
+  // apart (docs/notes/08_sparse_ffn.md; with 64-row tiles it measured 2-5% slower, so they
+  // keep runs). The down product's rows loader walks a run.
+  constexpr bool kInterleaved = G == Gather::neuron_rows && S::BLOCK_M == 16;
+  const int kt_step = kInterleaved ? p.splits : 1;
+  const int kt_begin = kInterleaved ? unit.split : split_k_begin(k_tiles, p.splits, unit.split);
+  const int kt_end = kInterleaved ? k_tiles : split_k_begin(k_tiles, p.splits, unit.split + 1);
   splitk::Accumulators<S> acc;
-  gathered_tile<S, G>(p, smem, m0, n0, kt_begin, kt_end, acc);
+  gathered_tile<S, G>(p, smem, m0, n0, kt_begin, kt_end, acc, kt_step);
 
   const auto finish = [&] {
     splitk::for_each_pair<S>(acc, m0, n0, [&](int r, int c, float v0, float v1) { finish_pair<E>(p, r, c, v0, v1); });
@@ -435,8 +446,10 @@ __global__ void __launch_bounds__(S::THREADS) gathered_gemm_kernel(GatherParams 
       finish();
     }
   }
+  // The k range the unit's slices span (every kt_step-th slice in it).
+  const int kt_last = kt_begin + (kt_end - kt_begin - 1) / kt_step * kt_step;
   trace_end(p.trace, p.trace_first_unit + int(blockIdx.x), p.trace_first_row + tm, tn, kt_begin * S::BLOCK_K,
-            min(kt_end * S::BLOCK_K, p.k), t0);
+            min((kt_last + 1) * S::BLOCK_K, p.k), t0);
 }
 
 template <class S, Gather G, Epilogue E>
@@ -448,6 +461,12 @@ const void* gathered_kernel_ready() {
   }();
   return k;
 }
+
+// M <= 16 (16 x 128 tiles): the fewest slices a unit of split-K takes, where
+// the GPU's SMs are busy anyway. On an H100 at Llama-2-7B sizes, the wave
+// model's units of 2-5 slices ran 3-7% slower than units of 6 or more
+// (docs/notes/08_sparse_ffn.md).
+constexpr int kMinSlicesPerUnit = 6;
 
 // The plan of one gathered product: tile, split (1, or the wave model's when
 // `split` is on: tiles x S units for SMs x resident blocks), grid.
@@ -479,6 +498,8 @@ GatherPlan plan_with(int m, int n, int k, bool split) {
   q.blocks_per_sm = resident;
   const int64_t tiles = int64_t(q.tiles_m) * q.tiles_n;
   if (split) q.splits = clamp_split_k(split_k_for_waves(tiles, q.k_tiles, int64_t(sms) * resident), q.k_tiles);
+  // M <= 16: units of at least kMinSlicesPerUnit slices, unless that leaves SMs without one.
+  if (split && S::BLOCK_M == 16) q.splits = cap_split_for_slices(q.splits, tiles, q.k_tiles, sms, kMinSlicesPerUnit);
   q.grid = tiles * q.splits;
   q.units = q.grid;
   return q;

@@ -49,6 +49,20 @@ inline int split_k_for_waves(int64_t tiles, int k_tiles, int64_t slots) {
   return int(s < k_tiles ? s : k_tiles);
 }
 
+// A split capped so that each unit keeps at least `min_slices` k tiles (a unit
+// of two or three 64-deep slices issues its loads, waits once and adds a
+// partial: lesson 08's skinny products ran faster with fewer, longer units),
+// but never below the split that gives each of `sms` SMs a unit
+// (ceil(sms / tiles)), nor below 1. Lesson 08 at M = 16, s = 0.9: 9 tiles of
+// 64 slices, the wave model's 29 ways capped to 15.
+inline int cap_split_for_slices(int split, int64_t tiles, int k_tiles, int64_t sms, int min_slices) {
+  if (split <= 1 || tiles < 1 || min_slices < 1) return split < 1 ? 1 : split;
+  const int64_t fill = (sms + tiles - 1) / tiles;
+  const int64_t by_slices = k_tiles / min_slices;
+  const int64_t cap = by_slices > fill ? by_slices : fill;
+  return int(cap < split ? (cap < 1 ? 1 : cap) : split);
+}
+
 // The fewest blocks of a persistent grid that still take as many waves as
 // `slots` blocks would: ceil(units / waves). Each block then gets the same
 // number of units, give or take one, and slots - blocks SMs stay idle for the
