@@ -31,10 +31,13 @@
 //   step 5  split_k       step 4, with lesson 06's split-K on a product whose
 //                         tiles are too few to fill the GPU (the last split of
 //                         a tile adds the others in order: the same bits every
-//                         run); above M = 64 on Hopper, a product with 16
-//                         slices per SM or more runs on lesson 04's warp-
-//                         specialised Stream-K kernel instead, its producer
-//                         gathering with cp.async (gather_streamk.cuh)
+//                         run); at M <= 16 the up product's units take every
+//                         S-th slice, so that the units running together read
+//                         neighbouring pieces of the same neurons' rows, and
+//                         at least 6 slices each; above M = 64 on Hopper, a
+//                         product with 16 slices per SM or more runs on lesson
+//                         04's warp-specialised Stream-K kernel instead, its
+//                         producer gathering with cp.async (gather_streamk.cuh)
 // SwiGLU's gate and up are one pass in every kernel: a neuron's gate and up
 // columns sit side by side in the tile, so one thread holds both. In steps
 // 3-5 (M <= 64) the down product is the up product's programmatic dependent
