@@ -427,7 +427,7 @@ done
 # The lesson reports, for the summary.
 if [ -f "$work/logs/lessons.log" ]; then
   say ""; say "== lesson tables (stage lessons)"
-  grep -E "^(GPU|shape|variant|-{20}|[a-z0-9_]+ +[0-9.]+ +[0-9.]+|.*skipped:|note:|trace:)" "$work/logs/lessons.log" >> "$summary"
+  grep -E "^(GPU|shape|variant|-{20}|[a-z0-9_]+ +[0-9.]+ +[0-9.]+|.*skipped:|note:|trace:|WARNING)" "$work/logs/lessons.log" >> "$summary"
 fi
 if [ -f "$work/logs/ncu.log" ]; then
   say ""; say "== L2 model vs Nsight Compute (stage ncu)"
@@ -440,20 +440,22 @@ fi
 for s in backward train; do
   [ -f "$work/logs/$s.log" ] || continue
   say ""; say "== lesson 05 (stage $s)"
-  grep -E "^-- lesson05|^[a-z0-9_]+ +[0-9.]+ +[0-9.]+ +[0-9.]+|FAIL" "$work/logs/$s.log" >> "$summary"
+  grep -E "^-- lesson05|^[a-z0-9_]+ +[0-9.]+ +[0-9.]+ +[0-9.]+|FAIL|^WARNING" "$work/logs/$s.log" >> "$summary"
 done
 if [ -f "$work/logs/splitk.log" ]; then
   say ""; say "== lesson 06 targets (stage splitk)"
-  grep -E "^-- lesson06|^fastest here|^note:|FAIL" "$work/logs/splitk.log" >> "$summary"
+  grep -E "^-- lesson06|^fastest here|^note:|FAIL|^WARNING" "$work/logs/splitk.log" >> "$summary"
 fi
 if [ -f "$work/logs/w4a16.log" ]; then
   say ""; say "== lesson 07 targets (stage w4a16)"
-  grep -E "^-- lesson07|^fastest here|^quantization error|^note:|FAIL" "$work/logs/w4a16.log" >> "$summary"
+  grep -E "^-- lesson07|^fastest here|^quantization error|^note:|FAIL|^WARNING" "$work/logs/w4a16.log" >> "$summary"
 fi
 if [ -f "$work/logs/sparse_ffn.log" ]; then
   say ""; say "== lesson 08 targets (stage sparse_ffn)"
-  grep -E "^-- lesson08|^ideal|^  [a-z_]+ +[0-9.]+x the dense|^note:|FAIL" "$work/logs/sparse_ffn.log" >> "$summary"
+  grep -E "^-- lesson08|^ideal|^  [a-z_]+ +[0-9.]+x the dense|^note:|FAIL|^WARNING" "$work/logs/sparse_ffn.log" >> "$summary"
 fi
+disturbed=$(cat "$work"/logs/*.log 2>/dev/null | grep -c "^WARNING: rounds were disturbed" || true)
+[ "${disturbed:-0}" -eq 0 ] || { say ""; say "note: $disturbed run(s) had disturbed rounds (the WARNING lines above): their ratios are not results; run those shapes again"; }
 say ""; say "gpu-check: $([ $failed -eq 0 ] && echo PASSED || echo FAILED) (stages: ${stages[*]})"
 tar czf "$out/gpu-check.tar.gz" -C "$out" gpu-check && rm -rf "$work"
 exit $failed

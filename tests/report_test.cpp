@@ -36,6 +36,30 @@ TEST(FusedEpilogueLines, EachActivationAgainstItsBase) {
   // tma_store_gelu: its base did not run; streamk_gelu: its base was skipped.
 }
 
+TEST(DisturbedRoundsLine, NamesRatiosTheMediansDoNotBear) {
+  // Lesson 08's check at 18ac15b, GPT-2 at M = 2048, s = 0.5: three of five rounds paired a slowed
+  // cuBLAS with split_k.
+  Results r;
+  auto timed = [](const std::string& name, double ms, double vs, bool reference = false) {
+    VariantResult v = row(name, vs, false, reference);
+    v.median_ms = ms;
+    return v;
+  };
+  r.variants = {timed("masked_dense", 0.0990, 0.964), timed("neuron_major", 0.0627, 0.881),
+                timed("split_k", 0.0650, 1.624), timed("cublas", 0.0558, 1.0, true)};
+  EXPECT_EQ(disturbed_rounds_line(r),
+            "WARNING: rounds were disturbed (masked_dense 0.96x round by round, 0.56x by the medians; split_k 1.62x "
+            "round by round, 0.86x by the medians): something slowed whole rounds; run again before trusting these "
+            "ratios\n");
+  // The same run undisturbed: ratios within a fifth of the medians' say nothing.
+  r.variants = {timed("masked_dense", 0.0550, 1.00), timed("neuron_major", 0.0627, 0.881),
+                timed("split_k", 0.0650, 0.89), timed("cublas", 0.0558, 1.0, true)};
+  EXPECT_EQ(disturbed_rounds_line(r), "");
+  // No reference row, or a skipped variant: nothing to compare.
+  r.variants = {timed("split_k", 0.0650, 1.624)};
+  EXPECT_EQ(disturbed_rounds_line(r), "");
+}
+
 TEST(FusedEpilogueLines, NothingWithoutPairs) {
   Results r;
   r.variants = {row("balanced", 1.0), row("tma_store", 1.0), row("relu", 1.0), row("_gelu", 1.0)};

@@ -665,6 +665,7 @@ int LessonRun::run() {
               problem_.reference.label.c_str());
   std::printf("%s", gbps_line(res).c_str());
   std::printf("%s", repeat_line(res).c_str());
+  std::printf("%s", disturbed_rounds_line(res).c_str());
   if (const std::string fused = fused_epilogue_lines(res); !fused.empty()) std::printf("\n%s", fused.c_str());
 
   bool any_model = false;

@@ -98,6 +98,28 @@ std::string repeat_line(const Results& r) {
   return out + "\n";
 }
 
+std::string disturbed_rounds_line(const Results& r) {
+  const VariantResult* ref = nullptr;
+  for (const VariantResult& v : r.variants)
+    if (v.reference && !v.skipped && v.median_ms > 0) ref = &v;
+  if (ref == nullptr) return "";
+  std::string list;
+  char buf[256];
+  for (const VariantResult& v : r.variants) {
+    if (v.reference || v.skipped || !(v.median_ms > 0) || !(v.vs_cublas > 0)) continue;
+    const double by_medians = ref->median_ms / v.median_ms;
+    const double apart = v.vs_cublas / by_medians;
+    if (apart > 1.2 || apart < 1.0 / 1.2) {
+      std::snprintf(buf, sizeof buf, "%s%s %.2fx round by round, %.2fx by the medians", list.empty() ? "" : "; ",
+                    v.name.c_str(), v.vs_cublas, by_medians);
+      list += buf;
+    }
+  }
+  if (list.empty()) return "";
+  return "WARNING: rounds were disturbed (" + list + "): something slowed whole rounds; run again before trusting "
+         "these ratios\n";
+}
+
 std::string gbps_line(const Results& r) {
   // Variants that count the same way share one description: "a, b: ...".
   std::vector<std::pair<std::string, std::string>> groups;  // (what, names)

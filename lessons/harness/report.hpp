@@ -24,6 +24,13 @@ std::string gbps_line(const Results& r);
 // and the ones that did not. "" when nothing was repeated.
 std::string repeat_line(const Results& r);
 
+// Rounds that were disturbed: % of cuBLAS is the median over rounds of the
+// reference's round median over the variant's, which a slow launch or two
+// does not move, but a slowdown spanning whole rounds can. Lists every
+// variant whose ratio so taken and the ratio of the two overall medians
+// differ by more than a fifth, and says to run again. "" when none does.
+std::string disturbed_rounds_line(const Results& r);
+
 // What each fused activation costs: for every variant <base>_<activation>
 // (relu, leaky_relu, gelu, silu) whose <base> ran too, how much lower its % of
 // cuBLAS is, relative to <base>'s. Both are medians over rounds paired with
