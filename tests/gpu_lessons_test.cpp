@@ -621,6 +621,27 @@ TEST(SparseFfn, StreamKTraceHasEveryUnitOnce) {
   fs::remove_all(base.parent_path());
 }
 
+// Lesson 08's split_k at M <= 16, whose up-product units take every S-th k slice: each unit's
+// record holds its share of the tile's slices, so a tile's records still lie end to end along k
+// (read_trace checks it) and each unit is recorded once.
+TEST(SparseFfn, InterleavedSplitTraceReadsBack) {
+  if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
+  if (!built("lesson08_sparse_ffn")) GTEST_SKIP() << "lesson08_sparse_ffn is not in this build";
+  const fs::path base = scratch("l08-il.json");
+  const Ran r = run("lesson08_sparse_ffn --model llama2-7b --m 16 --sparsity 0.9 --variant split_k --reps 1 "
+                    "--rounds 1 --trace " + base.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Trace t = read_trace(base.string());  // throws where a tile's k ranges overlap or leave a gap
+  EXPECT_EQ(int64_t(t.records.size()), t.kernel.work_units);
+  ASSERT_EQ(t.kernel.products.size(), 2u);
+  std::set<int> units;
+  for (const TraceRecord& rec : t.records) {
+    EXPECT_TRUE(units.insert(rec.unit).second) << rec.unit;
+    EXPECT_LT(rec.k_begin, rec.k_end);
+  }
+  fs::remove_all(base.parent_path());
+}
+
 // The harness itself, on a problem with two outputs (C fp16, S fp32), a
 // column-major operand, int32 indices, a workspace and an atomic output zeroed
 // in `prepare`: the right variants pass, and each wrong one FAILs on exactly

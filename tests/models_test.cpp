@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "models/l2_model.hpp"
 #include "models/roofline.hpp"
 #include "models/wave_model.hpp"
 #include "schedule/activation.hpp"
+#include "schedule/split_k.hpp"
 
 namespace {
 
@@ -98,6 +101,26 @@ TEST(WaveModel, SplitKFillsOneWave) {
       ASSERT_LE(s, k_tiles);
       if (s > 1) ASSERT_LE(tiles * s, 264) << "one wave";
       if (s < k_tiles && tiles * (s + 1) <= 264) FAIL() << "a larger split still fits one wave";
+    }
+}
+
+// Lesson 08's interleaved units (split s takes k tiles s, s + S, ...): each tile once, and the
+// shares a trace records lie end to end, each as long as the unit's count of tiles.
+TEST(SplitK, InterleavedSharesCoverEveryTileOnce) {
+  for (int k_tiles = 1; k_tiles <= 90; ++k_tiles)
+    for (int splits = 1; splits <= k_tiles; ++splits) {
+      std::vector<int> seen(size_t(k_tiles), 0);
+      for (int s = 0; s < splits; ++s) {
+        int count = 0;
+        for (int kt = s; kt < k_tiles; kt += splits) ++seen[size_t(kt)], ++count;
+        EXPECT_EQ(count, (k_tiles - s + splits - 1) / splits);
+        EXPECT_GE(count, 1) << k_tiles << " " << splits;
+        EXPECT_EQ(interleaved_share_begin(k_tiles, splits, s + 1) - interleaved_share_begin(k_tiles, splits, s), count)
+            << k_tiles << " " << splits << " " << s;
+      }
+      EXPECT_EQ(interleaved_share_begin(k_tiles, splits, 0), 0);
+      EXPECT_EQ(interleaved_share_begin(k_tiles, splits, splits), k_tiles);
+      for (int v : seen) EXPECT_EQ(v, 1);
     }
 }
 

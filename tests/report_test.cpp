@@ -40,6 +40,7 @@ TEST(DisturbedRoundsLine, NamesRatiosTheMediansDoNotBear) {
   // Lesson 08's check at 18ac15b, GPT-2 at M = 2048, s = 0.5: three of five rounds paired a slowed
   // cuBLAS with split_k.
   Results r;
+  r.timing.rounds = 5;
   auto timed = [](const std::string& name, double ms, double vs, bool reference = false) {
     VariantResult v = row(name, vs, false, reference);
     v.median_ms = ms;
@@ -55,8 +56,16 @@ TEST(DisturbedRoundsLine, NamesRatiosTheMediansDoNotBear) {
   r.variants = {timed("masked_dense", 0.0550, 1.00), timed("neuron_major", 0.0627, 0.881),
                 timed("split_k", 0.0650, 0.89), timed("cublas", 0.0558, 1.0, true)};
   EXPECT_EQ(disturbed_rounds_line(r), "");
-  // No reference row, or a skipped variant: nothing to compare.
+  // A skipped variant, an infinite ratio: nothing to compare.
+  VariantResult skipped = timed("fused", 0.0650, 1.624);
+  skipped.skipped = true;
+  r.variants = {skipped, timed("split_k", 0.0650, 1.0 / 0.0), timed("cublas", 0.0558, 1.0, true)};
+  EXPECT_EQ(disturbed_rounds_line(r), "");
+  // No reference row; or one round only (the sanitizers' runs), where the ratio is one pairing.
   r.variants = {timed("split_k", 0.0650, 1.624)};
+  EXPECT_EQ(disturbed_rounds_line(r), "");
+  r.variants = {timed("split_k", 0.0650, 1.624), timed("cublas", 0.0558, 1.0, true)};
+  r.timing.rounds = 1;
   EXPECT_EQ(disturbed_rounds_line(r), "");
 }
 

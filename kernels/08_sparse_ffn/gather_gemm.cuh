@@ -291,7 +291,7 @@ __device__ __forceinline__ void gathered_tile(const GatherParams& p, unsigned ch
   const splitk::FragmentLanes<S> lanes(warp, lane);
   const NeuronRowLanes<S> rows(warp, lane);
   const uint32_t a_smem = shared_address(a_stages), b_smem = shared_address(b_stages);
-  if constexpr (G == Gather::rows) kt_step = 1;
+  if constexpr (G == Gather::rows) kt_step = 1;  // its ring of indices holds consecutive slices (callers pass 1)
   const int count = (kt_end - kt_begin + kt_step - 1) / kt_step;
   if (G != Gather::columns && p.a_from_previous) {
     // B's first slices before A exists: they join the first group, which the
@@ -446,10 +446,12 @@ __global__ void __launch_bounds__(S::THREADS) gathered_gemm_kernel(GatherParams 
       finish();
     }
   }
-  // The k range the unit's slices span (every kt_step-th slice in it).
-  const int kt_last = kt_begin + (kt_end - kt_begin - 1) / kt_step * kt_step;
-  trace_end(p.trace, p.trace_first_unit + int(blockIdx.x), p.trace_first_row + tm, tn, kt_begin * S::BLOCK_K,
-            min((kt_last + 1) * S::BLOCK_K, p.k), t0);
+  // An interleaved unit's record holds its share of the tile's k slices in split order (its
+  // slices are every splits-th one, which a record's single range cannot say).
+  const int rec_begin = kInterleaved ? interleaved_share_begin(k_tiles, p.splits, unit.split) : kt_begin;
+  const int rec_end = kInterleaved ? interleaved_share_begin(k_tiles, p.splits, unit.split + 1) : kt_end;
+  trace_end(p.trace, p.trace_first_unit + int(blockIdx.x), p.trace_first_row + tm, tn, rec_begin * S::BLOCK_K,
+            min(rec_end * S::BLOCK_K, p.k), t0);
 }
 
 template <class S, Gather G, Epilogue E>

@@ -18,6 +18,16 @@ namespace wb {
 // range empty while splits <= k_tiles.
 WB_HD int split_k_begin(int k_tiles, int splits, int s) { return int(int64_t(k_tiles) * s / splits); }
 
+// Split s of `splits` taking every splits-th k tile instead (s, s + splits,
+// ...) takes ceil((k_tiles - s) / splits) of them. As a share of the tile's
+// k work in split order, it is [interleaved_share_begin(s),
+// interleaved_share_begin(s + 1)): the first k_tiles % splits splits hold one
+// tile more. (A trace records this share: its k ranges must lie end to end.)
+WB_HD int interleaved_share_begin(int k_tiles, int splits, int s) {
+  const int rem = k_tiles % splits;
+  return s * (k_tiles / splits) + (s < rem ? s : rem);
+}
+
 // A requested split factor made one the kernel can run: at least 1, at most
 // one k tile per split.
 WB_HD int clamp_split_k(int requested, int k_tiles) {

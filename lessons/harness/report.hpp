@@ -28,7 +28,8 @@ std::string repeat_line(const Results& r);
 // reference's round median over the variant's, which a slow launch or two
 // does not move, but a slowdown spanning whole rounds can. Lists every
 // variant whose ratio so taken and the ratio of the two overall medians
-// differ by more than a fifth, and says to run again. "" when none does.
+// differ by more than a fifth, and says to run again. "" when none does, and
+// for fewer than 3 rounds.
 std::string disturbed_rounds_line(const Results& r);
 
 // What each fused activation costs: for every variant <base>_<activation>
