@@ -600,46 +600,36 @@ TEST(SparseFfn, TracesCoverBothProducts) {
   fs::remove_all(base.parent_path());
 }
 
-// Lesson 08's Stream-K kernel (split_k above M = 64 with work enough): one
-// record per work unit, each unit once, across groups of blocks (M = 256:
-// two tile rows per group) and tiles shared along k.
-TEST(SparseFfn, StreamKTraceHasEveryUnitOnce) {
+// Lesson 08's split_k traces, each unit recorded once:
+// - the Stream-K kernel (above M = 64 with work enough), across groups of blocks (M = 256: two tile
+//   rows per group) and tiles shared along k;
+// - the split kernel at M <= 16, whose up-product units take every S-th k slice: a unit's record
+//   holds its share of the tile's slices, so a tile's records still lie end to end along k.
+// read_trace checks that each tile's k ranges lie end to end.
+TEST(SparseFfn, SplitKTracesHaveEveryUnitOnce) {
   if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
   if (!built("lesson08_sparse_ffn")) GTEST_SKIP() << "lesson08_sparse_ffn is not in this build";
-  const fs::path base = scratch("l08-sk.json");
-  const Ran r = run("lesson08_sparse_ffn --model llama2-7b --m 256 --sparsity 0.5 --variant split_k --reps 1 "
-                    "--rounds 1 --trace " + base.string());
-  ASSERT_EQ(r.code, 0) << r.out;
-  ASSERT_NE(r.out.find("Stream-K"), std::string::npos) << r.out;  // the model line names the kernel
-  const Trace t = read_trace(base.string());  // one variant traced: the path as given
-  EXPECT_EQ(int64_t(t.records.size()), t.kernel.work_units);
-  std::set<int> units;
-  for (const TraceRecord& rec : t.records) {
-    EXPECT_TRUE(units.insert(rec.unit).second) << rec.unit;
-    EXPECT_LT(rec.k_begin, rec.k_end);
+  const struct {
+    const char* args;
+    const char* kernel;  // what the model line names
+  } cases[] = {{"--model llama2-7b --m 256 --sparsity 0.5", "Stream-K"},
+               {"--model llama2-7b --m 16 --sparsity 0.9", "splits"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.args);
+    const fs::path base = scratch("l08-sk.json");
+    const Ran r = run(std::string("lesson08_sparse_ffn ") + c.args + " --variant split_k --reps 1 --rounds 1 --trace " +
+                      base.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    ASSERT_NE(r.out.find(c.kernel), std::string::npos) << r.out;
+    const Trace t = read_trace(base.string());  // one variant traced: the path as given
+    EXPECT_EQ(int64_t(t.records.size()), t.kernel.work_units);
+    std::set<int> units;
+    for (const TraceRecord& rec : t.records) {
+      EXPECT_TRUE(units.insert(rec.unit).second) << rec.unit;
+      EXPECT_LT(rec.k_begin, rec.k_end);
+    }
+    fs::remove_all(base.parent_path());
   }
-  fs::remove_all(base.parent_path());
-}
-
-// Lesson 08's split_k at M <= 16, whose up-product units take every S-th k slice: each unit's
-// record holds its share of the tile's slices, so a tile's records still lie end to end along k
-// (read_trace checks it) and each unit is recorded once.
-TEST(SparseFfn, InterleavedSplitTraceReadsBack) {
-  if (const std::string why = no_device_reason(); !why.empty()) GTEST_SKIP() << why;
-  if (!built("lesson08_sparse_ffn")) GTEST_SKIP() << "lesson08_sparse_ffn is not in this build";
-  const fs::path base = scratch("l08-il.json");
-  const Ran r = run("lesson08_sparse_ffn --model llama2-7b --m 16 --sparsity 0.9 --variant split_k --reps 1 "
-                    "--rounds 1 --trace " + base.string());
-  ASSERT_EQ(r.code, 0) << r.out;
-  const Trace t = read_trace(base.string());  // throws where a tile's k ranges overlap or leave a gap
-  EXPECT_EQ(int64_t(t.records.size()), t.kernel.work_units);
-  ASSERT_EQ(t.kernel.products.size(), 2u);
-  std::set<int> units;
-  for (const TraceRecord& rec : t.records) {
-    EXPECT_TRUE(units.insert(rec.unit).second) << rec.unit;
-    EXPECT_LT(rec.k_begin, rec.k_end);
-  }
-  fs::remove_all(base.parent_path());
 }
 
 // The harness itself, on a problem with two outputs (C fp16, S fp32), a
