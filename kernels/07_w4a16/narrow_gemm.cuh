@@ -73,24 +73,28 @@ __global__ void __launch_bounds__(narrow_warps<SS>() * 32, 16 / narrow_warps<SS>
   const int lane = int(threadIdx.x % 32u), warp = int(threadIdx.x / 32u), g = lane / 4, t = lane % 4;
   const int strip0 = int(blockIdx.x) * SS, m0 = int(blockIdx.y) * TOKENS;
   const uint64_t t0 = trace_start(p.trace);
-  const int chunks = int(q4::padded_k(p.k) / DEPTH);
-  const int groups = int(q4::shuffled_groups(p.k, G));
-  const int strips = int(q4::narrow_padded_n(p.n) / COLS);
+  // Unsigned 32-bit set-up (the host keeps N K / 32 below 2^32): fewer
+  // instructions before the first load than signed 64-bit arithmetic.
+  static_assert(q4::kShuffledDepth == DEPTH, "K is padded to whole chunks");
+  const int chunks = int((unsigned(p.k) + DEPTH - 1) / unsigned(DEPTH));
+  const int groups = int((unsigned(chunks) * DEPTH + G - 1) / unsigned(G));
+  const int strips = int((unsigned(p.n) + COLS - 1) / unsigned(COLS));
   // A group spans CPG chunks (two at G = 128). The warps' ranges start at a
   // group's first chunk and a batch is whole groups, so a batch's chunk u
   // starts a group where u % CPG == 0: its scales are loaded once a group.
   constexpr int CPG = G >= 2 * DEPTH ? G / DEPTH : 1;
   static_assert(U % CPG == 0, "a batch is whole groups");
-  const int units = (chunks + CPG - 1) / CPG;
-  const int c_begin = min(chunks, CPG * (units * warp / W)), c_end = min(chunks, CPG * (units * (warp + 1) / W));
+  const unsigned units = (unsigned(chunks) + CPG - 1) / CPG;
+  const int c_begin = min(chunks, int(CPG * (units * unsigned(warp) / W))),
+            c_end = min(chunks, int(CPG * (units * unsigned(warp + 1) / W)));
   // A strip past N (the last block of an odd count) reads the strip before.
   const uint4* w_src[SS];
   const uint2* sz_src[SS];
 #pragma unroll
   for (int j = 0; j < SS; ++j) {
-    const int strip = min(strip0 + j, strips - 1);
-    w_src[j] = reinterpret_cast<const uint4*>(p.bn) + (int64_t(strip) * chunks + c_begin) * 32 + lane;
-    sz_src[j] = reinterpret_cast<const uint2*>(p.szn) + int64_t(strip) * groups * 8 + g;
+    const unsigned strip = unsigned(min(strip0 + j, strips - 1));
+    w_src[j] = reinterpret_cast<const uint4*>(p.bn) + ((strip * unsigned(chunks) + unsigned(c_begin)) * 32u + unsigned(lane));
+    sz_src[j] = reinterpret_cast<const uint2*>(p.szn) + (strip * unsigned(groups) * 8u + unsigned(g));
   }
   // Lane (g, t) holds B's column g of each token tile i: token m0 + 8 i + g.
   // Tokens past M read the last one, and their sums are not stored. A chunk
@@ -249,6 +253,8 @@ inline splitk::SplitKPlanned plan_narrow(int m, int n, int k, int group_size, in
 
 inline void launch_narrow(const W4Args& a, int /*requested*/, cudaStream_t stream) {
   require_shuffled_group_size("narrow", a.group_size);
+  if (q4::narrow_words(a.k, a.n) / 4 >= (int64_t(1) << 32))
+    throw CudaError("lesson 07: the narrow kernel indexes its weights in 32 bits: N x K must stay below 2^37");
   const NarrowShape s = narrow_shape(a.m);
   const dim3 grid(unsigned(ceil_div(a.n, q4::kNarrowColumns * s.ss)), unsigned(ceil_div(a.m, kNarrowTokens * s.tt)));
   with_narrow_kernel(a.group_size, s, [&](auto g, auto tt, auto ss) {
