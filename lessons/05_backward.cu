@@ -103,24 +103,32 @@ bool has_bias(const ProblemSize& s) { return s.params.text("bias") == "yes"; }
 // --part: the whole backward, or one product alone given dP, to time each
 // product's kernel against cuBLAS doing the same-layout GEMM; or (train) a
 // training step's forward and backward together.
-enum class Part { all, dx, dw, train };
+enum class Part { all, dx, dw, train, chain };
 Part part_of(const ProblemSize& s) {
   const std::string& p = s.params.text("part");
-  return p == "dx" ? Part::dx : p == "dw" ? Part::dw : p == "train" ? Part::train : Part::all;
+  return p == "dx" ? Part::dx : p == "dw" ? Part::dw : p == "train" ? Part::train : p == "chain" ? Part::chain : Part::all;
 }
 bool is_train(const ProblemSize& s) { return part_of(s) == Part::train; }
-bool whole_backward(const ProblemSize& s) { return part_of(s) == Part::all || is_train(s); }
+bool is_chain(const ProblemSize& s) { return part_of(s) == Part::chain; }
+bool whole_backward(const ProblemSize& s) { return part_of(s) == Part::all || is_train(s) || is_chain(s); }
 
 // ------------------------------------------------------------ workspace
 // dP (M x N fp16), then db's partial rows (fp32), then (--part train) the P
-// the forward saves (M x N fp16), then cuBLASLt's workspace.
+// the forward saves (M x N fp16), or (--part chain) dZ (M x N fp16) and step
+// 5's 16-row partials of db (fp32), then cuBLASLt's workspace.
 size_t align256(size_t b) { return (b + 255) / 256 * 256; }
 size_t dp_bytes(const ProblemSize& s) { return align256(size_t(s.m) * size_t(s.n) * sizeof(__half)); }
 size_t partials_bytes(const ProblemSize& s) {
   return align256(size_t(db_partial_rows(s.m)) * size_t(s.n) * sizeof(float));
 }
 size_t saved_p_bytes(const ProblemSize& s) { return is_train(s) ? dp_bytes(s) : 0; }
-size_t scratch_bytes(const ProblemSize& s) { return dp_bytes(s) + partials_bytes(s) + saved_p_bytes(s); }
+size_t chain_dz_bytes(const ProblemSize& s) { return is_chain(s) ? dp_bytes(s) : 0; }
+size_t epi_partials_bytes(const ProblemSize& s) {
+  return is_chain(s) ? align256(size_t(epilogue_db_partial_rows(s.m)) * size_t(s.n) * sizeof(float)) : 0;
+}
+size_t scratch_bytes(const ProblemSize& s) {
+  return dp_bytes(s) + partials_bytes(s) + saved_p_bytes(s) + chain_dz_bytes(s) + epi_partials_bytes(s);
+}
 size_t scratch_and_lt_bytes(const ProblemSize& s) { return scratch_bytes(s) + kCublasLtWorkspaceBytes; }
 
 // With --part dx the inputs are dP and W and the output dX; with --part dw,
@@ -171,10 +179,18 @@ BackwardArgs backward_args(const Buffers& b) {
     a.p = activation_of(s) == Activation::relu ? a.z : saved_p(b);
   } else {
     a.p = static_cast<const __half*>(b.inputs[2]);
-    a.dz = static_cast<const __half*>(b.inputs[3]);
     a.dx = static_cast<__half*>(b.outputs[0]);
     a.dw = static_cast<__half*>(b.outputs[1]);
     a.db = has_bias(s) ? static_cast<__half*>(b.outputs[2]) : nullptr;
+    if (is_chain(s)) {  // dZ is the first product's to write, into the workspace
+      a.dy = static_cast<const __half*>(b.inputs[3]);
+      a.v = static_cast<const __half*>(b.inputs[4]);
+      unsigned char* after = ws + dp_bytes(s) + partials_bytes(s) + saved_p_bytes(s);
+      a.dz = reinterpret_cast<const __half*>(after);
+      a.epi_db_partials = reinterpret_cast<float*>(after + chain_dz_bytes(s));
+    } else {
+      a.dz = static_cast<const __half*>(b.inputs[3]);
+    }
   }
   a.m = s.m;
   a.n = s.n;
@@ -320,18 +336,32 @@ void layout_forward(const BackwardArgs& a, cudaStream_t st) {
   launch_layout_forward(a.x, a.w, a.z, a.m, a.n, a.k, forward_epilogue(a), st);
 }
 
+// --part chain: the product that makes dZ = dY Vᵀ (M x N, reduction K), an
+// NT product as dX's: step 1's kernel, or lesson 04's for steps 2-4.
+void strided_upstream(const BackwardArgs& a, cudaStream_t st) {
+  launch_strided_gemm<Stored::as_is, Stored::transposed>(
+      StridedGemm{a.dy, a.v, const_cast<__half*>(a.dz), a.m, a.n, a.k, nullptr}, st);
+}
+void layout_upstream(const BackwardArgs& a, cudaStream_t st) {
+  if (!tma_ok(ProblemSize{a.m, a.n, a.k, {}})) return strided_upstream(a, st);
+  launch_layout_product<LayoutNT>(ProductArgs{a.dy, a.v, const_cast<__half*>(a.dz), a.m, a.n, a.k}, nullptr, st);
+}
+
 using Step = std::function<void(const BackwardArgs&, cudaStream_t)>;
 
 // ------------------------------------------------------------ variants
-// A step: with --part train, `forward` first, then the backward `run`.
-Variant backward_variant(const char* name, const char* what, int min_cc, Step run, Step forward = layout_forward) {
+// A step: with --part train, `forward` first; with --part chain, `upstream`
+// (dZ) first; then the backward `run`.
+Variant backward_variant(const char* name, const char* what, int min_cc, Step run, Step forward = layout_forward,
+                         Step upstream = layout_upstream) {
   Variant v;
   v.name = name;
   v.what = what;
   v.min_cc = min_cc;
-  v.launch = [run, forward](const Buffers& b, cudaStream_t st) {
+  v.launch = [run, forward, upstream](const Buffers& b, cudaStream_t st) {
     const BackwardArgs a = backward_args(b);
     if (a.z != nullptr) forward(a, st);
+    if (a.dy != nullptr) upstream(a, st);
     run(a, st);
   };
   v.workspace_bytes = scratch_bytes;
@@ -369,6 +399,26 @@ std::string relu_only(const ProblemSize& s) {
   return has_relu_mask(s) ? "" : "GELU and SiLU need P itself: their derivative is not a function of P's sign";
 }
 
+// Step 5 (--part chain): dP straight from the product that makes dZ, act' (and
+// db's partial sums) in its epilogue; then step 3's one launch.
+void chain_epilogue_then_one_launch(const BackwardArgs& a, cudaStream_t st) {
+  if (!tma_ok(ProblemSize{a.m, a.n, a.k, {}})) {  // step 1's kernels, as every step's fallback
+    strided_upstream(a, st);
+    launch_act_grad(a, pass_for(a), st);
+    return strided_products(a, st);
+  }
+  launch_dgrad_product(a.dy, a.v, a.p, a.dp, a.db ? a.epi_db_partials : nullptr, a.m, a.n, a.k, a.act, st);
+  if (a.db) launch_db_reduce(a.epi_db_partials, a.db, epilogue_db_partial_rows(a.m), a.n, st);
+  Products ps = {};
+  describe_product<LayoutNT>(ps, 0, dx_product(a));
+  describe_product<LayoutTN>(ps, 1, dw_product(a));
+  launch_layout_gemm<LayoutNT, LayoutTN>(ps, a.trace, st);
+}
+
+std::string chain_only(const ProblemSize& s) {
+  return is_chain(s) ? "" : "puts act' in the epilogue of the product that makes dZ (only with --part chain)";
+}
+
 // What the backward must move at least: X, W, dZ and what the forward saved (P,
 // or ReLU's bitmask) read once; dX, dW and db written once. With --part, the
 // product's own operands.
@@ -381,6 +431,7 @@ double backward_bytes(const ProblemSize& s, bool relu_mask) {
   const double bias = has_bias(s) ? 2.0 * s.n : 0.0;
   const double saved = relu_mask ? 4.0 * double(s.m) * relu_mask_words(s.n) : 2.0 * mn;
   const double backward = 2.0 * (mk + kn + mn) + saved + 2.0 * (mk + kn) + bias;
+  if (is_chain(s)) return backward - 2.0 * mn + 2.0 * (mk + kn);  // dY (M x K) and V (N x K) read instead of dZ
   if (!is_train(s)) return backward;
   const double forward = 2.0 * (mk + kn + mn) + (activation_of(s) == Activation::relu ? 0.0 : 2.0 * mn) + bias;
   return forward + backward;
@@ -417,7 +468,7 @@ std::vector<Variant> variants() {
           act_pass(a, st);
           strided_products(a, st);
         },
-        strided_forward);
+        strided_forward, strided_upstream);
     v.config = strided_config;
     out.push_back(v);
   }
@@ -484,15 +535,37 @@ std::vector<Variant> variants() {
     out.push_back(v);
   }
   {
+    Variant v = backward_variant(
+        "dz_epilogue",
+        "--part chain: act' in the epilogue of the product that makes dZ (dY·Vᵀ): it reads P where its "
+        "accumulators lie and writes dP (and db's partial sums), no dZ and no act' pass; then step 3's one launch",
+        90, chain_epilogue_then_one_launch, layout_forward, [](const BackwardArgs&, cudaStream_t) {});
+    v.config = [](const ProblemSize& s) { return layout_config(s, Launches::one); };
+    v.note = fallback_note;
+    v.skip = chain_only;
+    out.push_back(v);
+  }
+  {
     Variant v = backward_variant("cublaslt",
                                  "act' pass, then cuBLASLt for dX and dW, db fused into dW's product (epilogue BGRADA); "
-                                 "train: the forward with cuBLASLt's bias and RELU or GELU_AUX epilogue",
+                                 "train: the forward with cuBLASLt's bias and RELU or GELU_AUX epilogue; chain: dZ by "
+                                 "cuBLASLt, for GELU with its DGELU(_BGRAD) epilogue writing dP (and db)",
                                  75, [](const BackwardArgs&, cudaStream_t) {});
     v.launch = [](const Buffers& b, cudaStream_t st) {
-      const BackwardArgs a = backward_args(b);
+      BackwardArgs a = backward_args(b);
       void* lt_ws = static_cast<unsigned char*>(b.workspace) + scratch_bytes(b.size);
       if (a.z) cublaslt_fused_forward(a, lt_ws, st);
-      if (a.dz) launch_act_grad(a, GradPass::grad, st);
+      if (a.dy && a.act == Activation::gelu && a.n % 8 == 0) {
+        // --part chain, GELU: the library's DGELU(_BGRAD) epilogue writes dP (and db) straight from dY Vᵀ
+        cublaslt_dgrad(a.db ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU, a.dy, a.v, a.p, a.dp, a.db,
+                       a.m, a.n, a.k, lt_ws, st);
+        a.db = nullptr;  // done: dW's product without its BGRADA epilogue
+      } else {
+        if (a.dy)  // --part chain, ReLU and SiLU: dZ, then the act' pass (no epilogue reads P for them)
+          cublaslt_dgrad(CUBLASLT_EPILOGUE_DEFAULT, a.dy, a.v, nullptr, const_cast<__half*>(a.dz), nullptr, a.m,
+                         a.n, a.k, lt_ws, st);
+        if (a.dz) launch_act_grad(a, GradPass::grad, st);
+      }
       if (a.dx) cublaslt_transposed_gemm(LtProduct::dx, a, lt_ws, st);
       if (a.dw) cublaslt_transposed_gemm(LtProduct::dw, a, lt_ws, st);
     };
@@ -520,8 +593,14 @@ void cublas_sequence(const Buffers& b, cudaStream_t st) {
     launch_activation_pass(p, a.z, int64_t(a.m) * a.n, a.act, st);
     a.p = p;
   }
-  if (a.dz) launch_act_grad(a, GradPass::grad, st);
   const float one = 1.0f, zero = 0.0f;
+  // --part chain: dZᵀ (N x M) = V · dYᵀ: V stored (K x N) column-major, transposed; dY (K x M).
+  if (a.dy)
+    check_cublas(cublasGemmEx(b.cublas, CUBLAS_OP_T, CUBLAS_OP_N, a.n, a.m, a.k, &one, a.v, CUDA_R_16F, a.k, a.dy,
+                              CUDA_R_16F, a.k, &zero, const_cast<__half*>(a.dz), CUDA_R_16F, a.n, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx (dZ)");
+  if (a.dz) launch_act_grad(a, GradPass::grad, st);
   // dXᵀ (K x M) = W · dPᵀ: W stored (N x K) column-major, transposed.
   if (a.dx)
     check_cublas(cublasGemmEx(b.cublas, CUBLAS_OP_T, CUBLAS_OP_N, a.k, a.m, a.n, &one, a.w, CUDA_R_16F, a.n, a.dp,
@@ -626,22 +705,60 @@ const std::vector<double>& train_p_fp64(const ProblemSize& s, const std::vector<
   return cache.p;
 }
 
-// dP's ingredients as the backward sees them: dZ, and P as given (--part
-// all) or (train) the fp64 P rounded to fp16, as the forward saves it (ReLU:
-// Z = relu(P) has its sign). Looked up once, used per element.
+// --part chain: dZ = dY Vᵀ in fp64, every element (dW sums over every row of
+// dP), computed once per run on every host thread and kept, as P above.
+const std::vector<double>& chain_dz_fp64(const ProblemSize& s, const std::vector<HostTensor>& in) {
+  static struct {
+    const void* inputs = nullptr;
+    int m = 0, n = 0, k = 0;
+    std::vector<double> dz;
+  } cache;
+  const int64_t m = s.m, n = s.n, k = s.k;
+  if (cache.inputs == in[3].data.data() && cache.m == m && cache.n == n && cache.k == k) return cache.dz;
+  std::vector<float> dy(size_t(m * k)), v(size_t(n * k));  // fp16 values: exact in float
+  for (int64_t i = 0; i < m * k; ++i) dy[size_t(i)] = in[3].value(i);
+  for (int64_t i = 0; i < n * k; ++i) v[size_t(i)] = in[4].value(i);
+  cache.dz.assign(size_t(m * n), 0.0);
+  std::atomic<int64_t> next_row{0};
+  const auto rows = [&] {
+    for (int64_t r = next_row++; r < m; r = next_row++) {
+      const float* a = &dy[size_t(r * k)];
+      for (int64_t c = 0; c < n; ++c) {
+        const float* b = &v[size_t(c * k)];
+        double sum = 0;
+        for (int64_t j = 0; j < k; ++j) sum += double(a[j]) * double(b[j]);
+        cache.dz[size_t(r * n + c)] = sum;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < std::max(1u, std::thread::hardware_concurrency()); ++t) threads.emplace_back(rows);
+  rows();
+  for (std::thread& t : threads) t.join();
+  cache.inputs = in[3].data.data();
+  cache.m = s.m, cache.n = s.n, cache.k = s.k;
+  return cache.dz;
+}
+
+// dP's ingredients as the backward sees them: dZ as given (--part all, train)
+// or (chain) dY Vᵀ in fp64, and P as given (all, chain) or (train) the fp64 P
+// rounded to fp16, as the forward saves it (ReLU: Z = relu(P) has its sign).
+// Looked up once, used per element.
 struct DpInputs {
   Activation act;
-  const HostTensor* dz;
-  const HostTensor* given_p;       // --part all
-  const std::vector<double>* p64;  // --part train
+  const HostTensor* dz;             // --part all, train
+  const std::vector<double>* dz64;  // --part chain
+  const HostTensor* given_p;        // --part all, chain
+  const std::vector<double>* p64;   // --part train
   double dp(int64_t i) const {
     const double p = p64 ? half_to_float(float_to_half(float((*p64)[size_t(i)]))) : given_p->value(i);
-    return double(dz->value(i)) * activation_grad<double>(act, p);
+    return (dz64 ? (*dz64)[size_t(i)] : double(dz->value(i))) * activation_grad<double>(act, p);
   }
 };
 DpInputs dp_inputs(const ProblemSize& s, const std::vector<HostTensor>& in) {
-  if (is_train(s)) return DpInputs{activation_of(s), &in[2], nullptr, &train_p_fp64(s, in)};
-  return DpInputs{activation_of(s), &in[3], &in[2], nullptr};
+  if (is_train(s)) return DpInputs{activation_of(s), &in[2], nullptr, nullptr, &train_p_fp64(s, in)};
+  if (is_chain(s)) return DpInputs{activation_of(s), nullptr, &chain_dz_fp64(s, in), &in[2], nullptr};
+  return DpInputs{activation_of(s), &in[3], nullptr, &in[2], nullptr};
 }
 
 // dP in fp64 (as float: its rounding is far below the check's tolerance).
@@ -736,15 +853,18 @@ std::vector<double> backward_fp64_rows(const ProblemSize& s, const std::vector<H
 
 Problem backward_problem() {
   Problem p;
-  p.summary = "dP = dZ * act'(P), dX = dP Wᵀ, dW = Xᵀ dP, db = column sums of dP (train: after Z = act(X W + b))";
+  p.summary =
+      "dP = dZ * act'(P), dX = dP Wᵀ, dW = Xᵀ dP, db = column sums of dP (train: after Z = act(X W + b); "
+      "chain: dZ = dY Vᵀ first)";
   p.params = {
       ParamSpec{"act", "the layer's activation: relu, gelu (tanh form) or silu", "relu", {"relu", "gelu", "silu"}},
       ParamSpec{"bias", "whether the layer has a bias, so db is computed: yes or no", "yes", {"yes", "no"}},
       ParamSpec{"part",
                 "all: the whole backward; dx or dw: that product alone, given dP, against cuBLAS's same-layout GEMM; "
-                "train: the forward (Z = act(X W + b), P saved) and the backward together",
+                "train: the forward (Z = act(X W + b), P saved) and the backward together; chain: the backward from "
+                "an MLP's output, dZ = dY Vᵀ first (V: the second layer's N x K weights)",
                 "all",
-                {"all", "dx", "dw", "train"}},
+                {"all", "dx", "dw", "train", "chain"}},
   };
   p.inputs = [](const ProblemSize& s) {
     switch (part_of(s)) {
@@ -758,6 +878,8 @@ Problem backward_problem() {
             if (i < in.size()) in[i].filled_by_problem = true;
         return in;
       }
+      case Part::chain:
+        return std::vector<TensorSpec>{{"X", s.m, s.k}, {"W", s.k, s.n}, {"P", s.m, s.n}, {"dY", s.m, s.k}, {"V", s.n, s.k}};
       default: {
         std::vector<TensorSpec> in{{"X", s.m, s.k}, {"W", s.k, s.n}, {"P", s.m, s.n}, {"dZ", s.m, s.n}};
         if (has_relu_mask(s)) {  // P and its bitmask agree: both written by fill_relu_mask
@@ -779,13 +901,14 @@ Problem backward_problem() {
   };
   p.reference = Reference{"cublas", "the cuBLAS sequence",
                           "act' pass, two cublasGemmEx with transposes, and a dP.sum(0) pass (a framework's sequence); "
-                          "train: first the Linear's addmm (cuBLASLt, bias epilogue) and the activation's own pass",
+                          "train: first the Linear's addmm (cuBLASLt, bias epilogue) and the activation's own pass; "
+                          "chain: first dZ = dY Vᵀ by cublasGemmEx",
                           cublas_sequence, [](const ProblemSize& s) {
                             return is_train(s) ? scratch_and_lt_bytes(s) : scratch_bytes(s);
                           }};
   p.fp64_rows = backward_fp64_rows;
   p.flops = [](const ProblemSize& s) {
-    return (is_train(s) ? 6.0 : part_of(s) == Part::all ? 4.0 : 2.0) * s.m * double(s.n) * s.k;
+    return (is_train(s) || is_chain(s) ? 6.0 : part_of(s) == Part::all ? 4.0 : 2.0) * s.m * double(s.n) * s.k;
   };
   p.bytes = [](const ProblemSize& s) { return backward_bytes(s, false); };  // the bitmask input is relu_mask's alone
   return p;

@@ -2,7 +2,7 @@
 # The full GPU check, for a machine with an NVIDIA GPU (H100/H200 for the
 # headline numbers). Stages run in order; each can also run alone:
 #
-#   scripts/gpu-check.sh                      build tests sanitize lessons ncu compare backward train splitk w4a16 sparse_ffn
+#   scripts/gpu-check.sh                      build tests sanitize lessons ncu compare backward train chain splitk w4a16 sparse_ffn
 #   scripts/gpu-check.sh lessons compare      only those stages (needs a build)
 #
 #   build     configure and build with ninja (the viewer's UI only where ImGui and GLFW are found)
@@ -20,6 +20,8 @@
 #             each product alone at 4096^3 and 8192^3
 #   train     lesson 05's forward and backward together (--part train): relu and gelu layers at 4096^3,
 #             8192^3 and the Llama-3-8B up projection
+#   chain     lesson 05's backward from an MLP's output (--part chain: dZ = dY Vᵀ first, step 5 with
+#             act' in that product's epilogue): relu and gelu at the backward stage's four shapes
 #   splitk    lesson 06's targets: M = 1 and 16 at N = K = 4096, 8192, 16384 and the Llama-3-8B decode
 #             projections; M from 1 to 64 at N = K = 4096 and 8192 (where data-parallel wins again)
 #   w4a16     lesson 07's targets: M = 1 and 16 at N = K = 4096, 8192, 16384, group sizes 32 and 64,
@@ -27,7 +29,7 @@
 #   sparse_ffn lesson 08's targets: Llama-2-7B (two matrices and SwiGLU) at M = 16 and 512, sparsity
 #             0 to 0.9; GPT-2 at M = 2048
 # On a device that runs one command for at most 10 minutes: "build tests lessons", "build sanitize
-# ncu compare", "build backward", "build train", "build splitk", "build w4a16" and "build sparse_ffn", one call each.
+# ncu compare", "build backward", "build train", "build chain", "build splitk", "build w4a16" and "build sparse_ffn", one call each.
 #
 # GPU_CHECK_LESSONS="lesson07_w4a16 ..." limits the sanitize and lessons stages' lesson lists;
 # GPU_CHECK_GTEST_FILTER="Lesson05*" the tests stage's GPU tests (gpu_tests only; the others then skip).
@@ -113,7 +115,7 @@ stage_sanitize() {
     # at M = 16 and split 3 (sums sent into other blocks' shared memory).
     local shapes=("130 136 72")
     [ "$l" = lesson04_hopper ] && shapes+=("1100 4000 200")
-    [ "$l" = lesson05_backward ] && shapes+=("130 136 72 --part train --act gelu" "130 136 72 --part train")
+    [ "$l" = lesson05_backward ] && shapes+=("130 136 72 --part train --act gelu" "130 136 72 --part train" "130 136 72 --part chain --act gelu" "130 136 72 --part chain --act silu --bias no")
     [ "$l" = lesson06_splitk ] && shapes+=("1 4104 1000" "17 1000 2056" "16 1000 2056" "9 520 1000 --split-k 3")
     # Lesson 07: K a multiple of the group size; odd N, G = 32, splits forced (the semaphores and the
     # last-block counters), M above 32 (two m tiles of the shuffled kernel), K that leaves the last 128-deep slice half empty,
@@ -336,6 +338,23 @@ stage_train() {
   return $rc
 }
 
+# Lesson 05's backward from an MLP's output (--part chain): every step first makes dZ = dY Vᵀ (step 5
+# makes dP there, act' in the product's epilogue; cuBLASLt, for GELU, with its DGELU epilogue), against
+# the sequence (cublasGemmEx for dZ, then the backward's sequence).
+stage_chain() {
+  local rc=0 shape act
+  have lesson05_backward || { echo "lesson05_backward: not built or not selected"; return 0; }
+  for shape in "4096 4096 4096" "8192 8192 8192" "4096 14336 4096" "4096 4096 14336"; do
+    set -- $shape
+    for act in relu gelu; do
+      echo "-- lesson05_backward --part chain $act at ${1}x${2}x${3}"
+      "$bin/lesson05_backward" --part chain --act $act --rounds 9 --m $1 --n $2 --k $3 \
+          --json "$work/results/lesson05_backward-chain-$act-${1}x${2}x${3}.json" || rc=1
+    done
+  done
+  return $rc
+}
+
 # Lesson 06's targets: M = 1 and 16 at N = K = 4096, 8192, 16384 (>= 1.2x, 1.1x, 0.98x cuBLAS; >= 85%
 # of the copy at 16384) and at the Llama-3-8B decode projections (N x K); then M from 1 to 64 at
 # N = K = 4096 and 8192, for the M where the data-parallel grid wins again.
@@ -410,9 +429,9 @@ stage_sparse_ffn() {
 }
 
 stages=("$@")
-[ ${#stages[@]} -gt 0 ] || stages=(build tests sanitize lessons ncu compare backward train splitk w4a16 sparse_ffn)
+[ ${#stages[@]} -gt 0 ] || stages=(build tests sanitize lessons ncu compare backward train chain splitk w4a16 sparse_ffn)
 for s in "${stages[@]}"; do
-  declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons ncu compare backward train splitk w4a16 sparse_ffn)"; exit 2; }
+  declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons ncu compare backward train chain splitk w4a16 sparse_ffn)"; exit 2; }
 done
 {
   echo "matmul-workbook GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${WORKBOOK_COMMIT:-$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}"
@@ -437,7 +456,7 @@ if [ -f "$work/logs/compare.log" ]; then
   say ""; say "== compare (stage compare)"
   grep -vE "^running " "$work/logs/compare.log" | grep -vE "^  (idea|new|faster|look)" >> "$summary"
 fi
-for s in backward train; do
+for s in backward train chain; do
   [ -f "$work/logs/$s.log" ] || continue
   say ""; say "== lesson 05 (stage $s)"
   grep -E "^-- lesson05|^[a-z0-9_]+ +[0-9.]+ +[0-9.]+ +[0-9.]+|FAIL|^WARNING" "$work/logs/$s.log" >> "$summary"
@@ -454,7 +473,7 @@ if [ -f "$work/logs/sparse_ffn.log" ]; then
   say ""; say "== lesson 08 targets (stage sparse_ffn)"
   grep -E "^-- lesson08|^ideal|^  [a-z_]+ +[0-9.]+x the dense|^note:|FAIL|^WARNING" "$work/logs/sparse_ffn.log" >> "$summary"
 fi
-disturbed=$(cd "$work/logs" && cat lessons.log compare.log backward.log train.log splitk.log w4a16.log sparse_ffn.log 2>/dev/null |
+disturbed=$(cd "$work/logs" && cat lessons.log compare.log backward.log train.log chain.log splitk.log w4a16.log sparse_ffn.log 2>/dev/null |
             grep -c "^WARNING: rounds were disturbed" || true)
 [ "${disturbed:-0}" -eq 0 ] || { say ""; say "note: $disturbed run(s) had disturbed rounds (the WARNING lines above): their ratios are not results; run those shapes again"; }
 say ""; say "gpu-check: $([ $failed -eq 0 ] && echo PASSED || echo FAILED) (stages: ${stages[*]})"

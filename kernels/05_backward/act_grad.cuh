@@ -123,6 +123,12 @@ __global__ void db_reduce_kernel(const float* __restrict__ partials, __half* __r
   db[c] = __float2half_rn(s);
 }
 
+// db = the sums of `rows` partial rows (n floats each), in order.
+inline void launch_db_reduce(const float* partials, __half* db, int rows, int n, cudaStream_t stream) {
+  db_reduce_kernel<<<unsigned((n + 255) / 256), 256, 0, stream>>>(partials, db, rows, n);
+  CUDA_CHECK_LAUNCH();
+}
+
 // dP = dZ * act'(P) into a.dp, and (pass != grad) db: two launches, the
 // pass and the sum of its partial rows.
 inline void launch_act_grad(const BackwardArgs& a, GradPass pass, cudaStream_t stream) {
@@ -153,10 +159,7 @@ inline void launch_act_grad(const BackwardArgs& a, GradPass pass, cudaStream_t s
     default: throw CudaError(std::string("lesson 05 has no derivative for ") + activation_name(a.act));
   }
   CUDA_CHECK_LAUNCH();
-  if (with_db) {
-    db_reduce_kernel<<<unsigned((a.n + 255) / 256), 256, 0, stream>>>(a.db_partials, a.db, db_partial_rows(a.m), a.n);
-    CUDA_CHECK_LAUNCH();
-  }
+  if (with_db) launch_db_reduce(a.db_partials, a.db, db_partial_rows(a.m), a.n, stream);
 }
 
 }  // namespace wb::backward

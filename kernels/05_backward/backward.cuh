@@ -54,6 +54,14 @@ struct BackwardArgs {
   // forward saves P (or Z itself, for ReLU).
   __half* z = nullptr;
   const __half* bias = nullptr;
+  // --part chain: the layer is an MLP's first, and the backward starts at the
+  // MLP's output: dZ = dY Vᵀ comes first (dY (M, K), V (N, K): the second
+  // layer's weights); `dz` is then where that product writes, in the
+  // workspace. Step 5 writes dP directly, and with a bias its 16-row column
+  // sums to `epi_db_partials`.
+  const __half* dy = nullptr;
+  const __half* v = nullptr;
+  float* epi_db_partials = nullptr;
 };
 
 }  // namespace wb::backward

@@ -8,7 +8,9 @@
 //   dX: dXᵀ (K x M) = W · dPᵀ      "A" = W stored (N x K), transposed; "B" = dP stored (N x M)
 //   dW: dWᵀ (N x K) = dPᵀ · X      "A" = dP stored (N x M); "B" = X stored (K x M), transposed
 // And a training step's forward (--part train), Zᵀ (N x M) = W · Xᵀ, with the
-// bias and, where the library has it, the activation in its epilogue.
+// bias and, where the library has it, the activation in its epilogue; and
+// (--part chain) the product that makes dZ, dZᵀ (N x M) = V · dYᵀ, with the
+// library's DGELU(_BGRAD) epilogue reading P as its auxiliary input.
 #pragma once
 
 #include <cublasLt.h>
@@ -142,6 +144,63 @@ inline void cublaslt_forward(cublasLtEpilogue_t epilogue, const BackwardArgs& a,
   check(cublasLtMatmul(cublaslt_detail::library().handle, p.op, &alpha, a.w, p.a, a.x, p.b, &beta, out, p.c, out,
                        p.c, &p.algo, workspace, kCublasLtWorkspaceBytes, stream),
         "cublasLtMatmul (forward)");
+}
+
+namespace lt_detail {
+
+// dZᵀ (N x M) = op(V: N2 x N, transposed) op(dY: N2 x M), V stored (N x N2)
+// and dY (M x N2) row-major; `epilogue` DEFAULT, DGELU or DGELU_BGRAD.
+inline const Plan& dgrad_plan(cublasLtEpilogue_t epilogue, int m, int n, int n2) {
+  static std::map<std::tuple<int, int, int, int>, Plan> plans;
+  const auto key = std::make_tuple(int(epilogue), m, n, n2);
+  if (auto it = plans.find(key); it != plans.end()) return it->second;
+  Plan p;
+  check(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  const cublasOperation_t t = CUBLAS_OP_T;
+  check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), "set TRANSA");
+  check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+        "set EPILOGUE");
+  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+    const cudaDataType_t half_type = CUDA_R_16F;
+    const int64_t ld = n;
+    check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld), "set AUX_LD");
+    check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &half_type,
+                                         sizeof half_type),
+          "set AUX_DATA_TYPE");
+    check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &half_type, sizeof half_type),
+          "set BIAS_DATA_TYPE");
+  }
+  p.a = layout(uint64_t(n2), uint64_t(n));  // V
+  p.b = layout(uint64_t(n2), uint64_t(m));  // dY
+  p.c = layout(uint64_t(n), uint64_t(m));   // dZ or dP
+  p.algo = cublaslt_detail::best_algo(cublaslt_detail::library().handle, p,
+                                      "the dZ product at " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                                          std::to_string(n2) + " with epilogue " + std::to_string(int(epilogue)));
+  return plans.emplace(key, p).first->second;
+}
+
+}  // namespace lt_detail
+
+// --part chain by cuBLASLt: out = dY Vᵀ, and with DGELU(_BGRAD) out = dP
+// (P read as the epilogue's auxiliary input) and db (BGRAD) into `db`.
+inline void cublaslt_dgrad(cublasLtEpilogue_t epilogue, const __half* dy, const __half* v, const __half* p,
+                           __half* out, __half* db, int m, int n, int n2, void* workspace, cudaStream_t stream) {
+  using namespace lt_detail;
+  const Plan& plan = dgrad_plan(epilogue, m, n, n2);
+  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+    const void* aux = p;
+    check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux),
+          "set AUX_POINTER");
+  }
+  if (epilogue == CUBLASLT_EPILOGUE_DGELU_BGRAD) {
+    const void* bias = db;
+    check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+          "set BIAS_POINTER");
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  check(cublasLtMatmul(cublaslt_detail::library().handle, plan.op, &alpha, v, plan.a, dy, plan.b, &beta, out, plan.c,
+                       out, plan.c, &plan.algo, workspace, kCublasLtWorkspaceBytes, stream),
+        "cublasLtMatmul (dZ)");
 }
 
 }  // namespace wb::backward

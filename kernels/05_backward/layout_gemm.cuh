@@ -29,6 +29,13 @@
 // The forward of a training step (kForward != none, --part train) is the
 // same kernel on P = X W (LayoutNN) with an epilogue that adds the bias,
 // stores P (when asked) and then Z = act(P) through the same staging buffer.
+//
+// Step 5 (kEpilogueGrad != none, --part chain) is the same kernel on the
+// product that makes dZ, the next layer's dX = dY Vᵀ (LayoutNT), with an
+// epilogue that reads P where the accumulators lie and stores
+// dP = dZ * act'(P) instead of dZ, the way cuBLASLt's DGELU epilogue reads
+// the forward's auxiliary output; with a bias it also writes each warp's
+// column sums of dP (16 rows) to a row of partials for db.
 #pragma once
 
 #include <algorithm>
@@ -80,7 +87,15 @@ struct Products {
   // whether P is stored too, through aux[0].
   const __half* bias;
   bool save_pre_act;
+  // Step 5 (kEpilogueGrad != none): P (m[0] x n[0], row-major), and db's
+  // partial rows (one per 16 rows of dP, n[0] floats each) or nullptr.
+  const __half* epi_p;
+  float* epi_db_partials;
 };
+
+// Rows of dP per row of step 5's db partials: one warp's share of a consumer's tile.
+constexpr int kEpilogueDbRows = 16;
+inline int epilogue_db_partial_rows(int m) { return (m + kEpilogueDbRows - 1) / kEpilogueDbRows; }
 
 constexpr int kBM = hopper::kWsBlockM, kBN = hopper::kWsBlockN, kBK = hopper::kBlockK;
 constexpr int kStages = hopper::kWsStages;
@@ -248,7 +263,7 @@ __device__ __forceinline__ void store_64x128_transposed(const float (&d)[64], __
   const int lane = threadIdx.x % 32;
   const int warp = (threadIdx.x % kWarpgroupThreads) / 32;
   const bool leader = threadIdx.x % kWarpgroupThreads == 0;
-  const uint32_t base = smem_u32(staging);
+  const uint32_t base = hopper::smem_u32(staging);
   uint32_t packed[kSlices][2];
 #pragma unroll
   for (int j = 0; j < kSlices; ++j) {
@@ -295,6 +310,96 @@ __device__ __forceinline__ void store_forward(float (&acc)[kBN / 2], const Produ
   }
   if (ps.save_pre_act) store_tile_via_smem<Activation::none, true>(acc, staging, &ps.aux[0], row0, col0, barrier_id);
   store_tile_via_smem<kAct, true>(acc, staging, &ps.c[0], row0, col0, barrier_id);
+}
+
+// Step 5: P's 64 x 128 half `half` of this consumer's tile (rows row0.., columns
+// col0 + 128 half ..) into its staging buffer with cp.async, 16 bytes a copy,
+// chunk c of line r at chunk c ^ (r % 8) so that ldmatrix reads it without
+// bank conflicts; zeros outside P. The caller has made sure that no TMA store
+// still reads the buffer and that no thread still reads the last half.
+__device__ __forceinline__ void stage_p_half(const Products& ps, __half* staging, int row0, int col0, int half) {
+  const int t = threadIdx.x % hopper::kWarpgroupThreads;
+  const int m = ps.m[0], n = ps.n[0];
+  const uint32_t base = hopper::smem_u32(staging);
+#pragma unroll
+  for (int e = t; e < 64 * 16; e += hopper::kWarpgroupThreads) {
+    const int r = e / 16, c = e % 16;
+    const int row = row0 + r, col = col0 + 128 * half + 8 * c;
+    const bool inside = row < m && col < n;  // n is a multiple of 8 (TMA): the whole chunk
+    cp_async_16_zero_fill(base + r * 256 + ((c ^ (r % 8)) * 16), inside ? ps.epi_p + int64_t(row) * n + col : ps.epi_p,
+                          inside ? 16 : 0);
+  }
+  cp_async_commit_group();
+}
+
+// At the start of a tile: P's first half on its way into the staging buffer
+// (once the last tile's TMA store has read it), the second half's lines asked
+// into L2, both landing while the tile's k loop runs.
+__device__ __forceinline__ void prefetch_p(const Products& ps, __half* staging, int row0, int col0, int barrier_id) {
+  const int t = threadIdx.x % hopper::kWarpgroupThreads;
+  if (t == 0) hopper::tma_store_wait_read<0>();
+  hopper::warpgroup_barrier(barrier_id);
+  stage_p_half(ps, staging, row0, col0, 0);
+  const int row = row0 + t / 2, col = col0 + 128 + 64 * (t % 2);  // 64 lines of 256 bytes: 128 lines of 128
+  if (row < ps.m[0] && col < ps.n[0])
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(ps.epi_p + int64_t(row) * ps.n[0] + col));
+}
+
+// Step 5's epilogue for one consumer's 64 x 256 of dZ: acc = dZ (fp32) becomes
+// dP = dZ * act'(P), formed on fp16 pairs as step 4 forms it (dZ rounded to
+// fp16 first, as the sequence stores it, then common/activation_half2.cuh).
+// P comes from the staging buffer (prefetch_p), a half at a time, through
+// ldmatrix, which hands each thread exactly the pairs its accumulators hold:
+// for each 8-column slice i, columns 8 i + 2 (t % 4) and the next of rows
+// 16 warp + t / 4 and 8 below. Outside the product dZ is 0 (TMA's zero fill)
+// and so is dP. With partials, each warp adds up its 16 rows per column (its
+// two rows, then across the 8 lanes that share a column: a fixed order) and
+// lanes 0-3 write the sums: one partial row per 16 rows of dP, each written
+// by one warp, so db is the same on every run.
+template <Activation kGrad>
+__device__ __forceinline__ void dgrad_epilogue(float (&acc)[kBN / 2], const Products& ps, __half* staging, int row0,
+                                               int col0, int barrier_id) {
+  const int lane = threadIdx.x % 32;
+  const int warp = (threadIdx.x % hopper::kWarpgroupThreads) / 32;
+  const int m = ps.m[0], n = ps.n[0];
+  const uint32_t base = hopper::smem_u32(staging);
+  const int q = lane / 8, line = 16 * warp + 8 * (q % 2) + lane % 8;  // this lane's ldmatrix row
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    if (half == 1) {
+      hopper::warpgroup_barrier(barrier_id);  // every thread has read the first half
+      stage_p_half(ps, staging, row0, col0, 1);
+    }
+    cp_async_wait_group<0>();
+    hopper::warpgroup_barrier(barrier_id);  // every thread's copies have landed
+#pragma unroll
+    for (int pair = 0; pair < 8; ++pair) {
+      uint32_t pv[4];  // slices 2 pair and 2 pair + 1 of the half: rows t / 4, then t / 4 + 8
+      ldmatrix_x4(pv, base + line * 256 + (((2 * pair + q / 2) ^ (lane % 8)) * 16));
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int i = 16 * half + 2 * pair + j / 2, h = j % 2;
+        const __half2 dz = __floats2half2_rn(acc[4 * i + 2 * h], acc[4 * i + 2 * h + 1]);
+        const uint32_t dp = times_activation_grad_half2<kGrad>(*reinterpret_cast<const uint32_t*>(&dz), pv[j]);
+        const float2 d = __half22float2(*reinterpret_cast<const __half2*>(&dp));
+        acc[4 * i + 2 * h] = d.x;
+        acc[4 * i + 2 * h + 1] = d.y;
+      }
+    }
+  }
+  if (ps.epi_db_partials == nullptr || row0 + 16 * warp >= m) return;
+  float* out = ps.epi_db_partials + int64_t((row0 + 16 * warp) / kEpilogueDbRows) * n;
+#pragma unroll
+  for (int i = 0; i < kBN / 8; ++i) {
+    float s0 = acc[4 * i] + acc[4 * i + 2], s1 = acc[4 * i + 1] + acc[4 * i + 3];
+#pragma unroll
+    for (int mask = 4; mask < 32; mask *= 2) {
+      s0 += __shfl_xor_sync(0xffffffffu, s0, mask);
+      s1 += __shfl_xor_sync(0xffffffffu, s1, mask);
+    }
+    const int col = col0 + 8 * i + 2 * (lane % 4);
+    if (lane < 4 && col < n) *reinterpret_cast<float2*>(out + col) = make_float2(s0, s1);
+  }
 }
 
 // One stage's four k16 wgmmas for consumer `consumer` (rows 64 c .. 64 c + 63).
@@ -344,7 +449,8 @@ __device__ __forceinline__ void k_loop(S& s, float (&acc)[kBN / 2], int k_tiles,
 // dZ (with P beside it), and each consumer forms dP = dZ * act'(P) in the
 // registers its wgmmas read A from; the tiles of product 1's first tile
 // column also add up db.
-template <class L0, class L1, Activation kGrad = Activation::none, Activation kForward = Activation::none>
+template <class L0, class L1, Activation kGrad = Activation::none, Activation kForward = Activation::none,
+          Activation kEpilogueGrad = Activation::none>
 __global__ void __launch_bounds__(hopper::kWsThreads, 1)
     layout_gemm_kernel(const __grid_constant__ Products ps, TraceRecord* trace) {
 #if WB_WGMMA_DEVICE
@@ -413,6 +519,8 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
       const TileCoord tile = locate(unit, p);
       const int k_tiles = ceil_div(ps.k[p], kBK);
       const bool sum_db = kFused && p == 1 && tile.n == 0 && ps.db != nullptr;
+      if constexpr (kEpilogueGrad != Activation::none)
+        prefetch_p(ps, epilogue.staging, tile.m * kBM + 64 * consumer, tile.n * kBN, 1 + consumer);
       float db_sums[2] = {0, 0};
       if constexpr (kFused) {
         if (p == 0) {
@@ -427,6 +535,8 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
       }
       const int row0 = tile.m * kBM + 64 * consumer, col0 = tile.n * kBN;
       if (sum_db) write_db(db_sums, ps.db, ps.m[1], row0);
+      if constexpr (kEpilogueGrad != Activation::none)
+        dgrad_epilogue<kEpilogueGrad>(acc, ps, epilogue.staging, row0, col0, 1 + consumer);
       if ((p == 0 && L0::kStoreTransposed) || (p == 1 && L1::kStoreTransposed)) {
 #pragma unroll
         for (int half = 0; half < kBN / kStoreCols; ++half)
@@ -492,10 +602,11 @@ inline int layout_gemm_smem_bytes() {
   return hopper::smem_bytes_for<SmemOf<kGrad>>();
 }
 
-template <class L0, class L1, Activation kGrad = Activation::none, Activation kForward = Activation::none>
+template <class L0, class L1, Activation kGrad = Activation::none, Activation kForward = Activation::none,
+          Activation kEpilogueGrad = Activation::none>
 inline int layout_gemm_resident() {
   static const int resident = [] {
-    constexpr auto kernel = layout_gemm_kernel<L0, L1, kGrad, kForward>;
+    constexpr auto kernel = layout_gemm_kernel<L0, L1, kGrad, kForward, kEpilogueGrad>;
     const int smem = layout_gemm_smem_bytes<kGrad>();
     hopper::allow_large_smem(kernel, smem);
     return sm_count() *
@@ -512,12 +623,13 @@ inline int layout_gemm_grid(const Products& ps, int resident) {
 }
 
 // Launches the products in `ps` (a second one when ps.units[1] > 0).
-template <class L0, class L1, Activation kGrad = Activation::none, Activation kForward = Activation::none>
+template <class L0, class L1, Activation kGrad = Activation::none, Activation kForward = Activation::none,
+          Activation kEpilogueGrad = Activation::none>
 inline void launch_layout_gemm(const Products& ps, TraceRecord* trace, cudaStream_t stream) {
-  constexpr auto kernel = layout_gemm_kernel<L0, L1, kGrad, kForward>;
+  constexpr auto kernel = layout_gemm_kernel<L0, L1, kGrad, kForward, kEpilogueGrad>;
   const int smem = layout_gemm_smem_bytes<kGrad>();
   hopper::allow_large_smem(kernel, smem);
-  const int grid = layout_gemm_grid(ps, layout_gemm_resident<L0, L1, kGrad, kForward>());
+  const int grid = layout_gemm_grid(ps, layout_gemm_resident<L0, L1, kGrad, kForward, kEpilogueGrad>());
   kernel<<<grid, hopper::kWsThreads, smem, stream>>>(ps, trace);
   CUDA_CHECK_LAUNCH();
 }
@@ -544,6 +656,27 @@ inline void launch_layout_forward(const __half* x, const __half* w, __half* z, i
     case Activation::gelu: return launch_layout_gemm<LayoutNN, LayoutNN, Activation::none, Activation::gelu>(ps, nullptr, stream);
     case Activation::silu: return launch_layout_gemm<LayoutNN, LayoutNN, Activation::none, Activation::silu>(ps, nullptr, stream);
     default: throw CudaError(std::string("lesson 05's forward has no ") + activation_name(f.act) + " epilogue");
+  }
+}
+
+// Step 5: dP = (dY Vᵀ) * act'(P) in one launch, the product that makes dZ with
+// act' in its epilogue (not traced, as a training step's forward is not).
+// dY is (m x n2), V (n x n2), P and dP (m x n); with `db_partials`
+// (epilogue_db_partial_rows(m) x n floats) each 16 rows' column sums of dP.
+inline void launch_dgrad_product(const __half* dy, const __half* v, const __half* p, __half* dp, float* db_partials,
+                                 int m, int n, int n2, Activation act, cudaStream_t stream) {
+  Products ps = {};
+  describe_product<LayoutNT>(ps, 0, ProductArgs{dy, v, dp, m, n, n2});
+  ps.epi_p = p;
+  ps.epi_db_partials = db_partials;
+  switch (act) {
+    case Activation::relu:
+      return launch_layout_gemm<LayoutNT, LayoutNT, Activation::none, Activation::none, Activation::relu>(ps, nullptr, stream);
+    case Activation::gelu:
+      return launch_layout_gemm<LayoutNT, LayoutNT, Activation::none, Activation::none, Activation::gelu>(ps, nullptr, stream);
+    case Activation::silu:
+      return launch_layout_gemm<LayoutNT, LayoutNT, Activation::none, Activation::none, Activation::silu>(ps, nullptr, stream);
+    default: throw CudaError(std::string("lesson 05's dZ epilogue has no derivative for ") + activation_name(act));
   }
 }
 
