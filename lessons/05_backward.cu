@@ -33,8 +33,13 @@
 //                         wgmma). dW is computed as dWᵀ = dPᵀ X so that dP is
 //                         A there too, and stored transposed (stmatrix.trans);
 //                         db comes from the dWᵀ tiles that already hold dP
+//   step 5  dz_epilogue   (--part chain, below) act' where dZ is made: the
+//                         product dZ = dY Vᵀ reads P in its epilogue (staged
+//                         in shared memory while its k loop runs) and stores
+//                         dP, with db's partial sums; no dZ, no act' pass
 //   cublaslt              NVIDIA's cuBLASLt for both products, db fused into
-//                         the dW product (CUBLASLT_EPILOGUE_BGRADA)
+//                         the dW product (CUBLASLT_EPILOGUE_BGRADA); with
+//                         --part chain and GELU its DGELU(_BGRAD) epilogue
 // In steps 1-3 db is fused into the act' pass (it reads dP anyway); the
 // reference, the cuBLAS sequence a framework runs, sums dP in a pass of its own.
 //
@@ -54,7 +59,10 @@
 // step's forward first, Z = act(X W + b), with the bias, the activation and
 // P's save in its epilogue (ReLU saves nothing but Z: its derivative is Z's
 // sign), against a framework's Linear + activation + backward: what does
-// fusing the forward's epilogue add to what the backward gains?
+// fusing the forward's epilogue add to what the backward gains? With --part
+// chain the backward starts at an MLP's output: every step first makes
+// dZ = dY Vᵀ (V: the second layer's N x K weights), and step 5 applies act'
+// in that product's epilogue: does it pay for ReLU, and for GELU?
 //
 // Preconditions: TMA needs 16-byte row strides (K % 8 == 0 and N % 8 == 0);
 // other shapes run step 1's kernel for both products (the report's note says
@@ -67,6 +75,7 @@
 //       build/bin/lesson05_backward --m 127 --n 257 --k 129                  (tails; N % 8 != 0: step 1's kernel)
 //       build/bin/lesson05_backward --part dw                                (dW alone vs cuBLAS's TN GEMM)
 //       build/bin/lesson05_backward --part train --act gelu                  (forward and backward together)
+//       build/bin/lesson05_backward --part chain --act relu                  (from an MLP's output: act' in dZ's epilogue)
 // Measured: docs/lessons/05_backward.md.
 
 #include <cublasLt.h>
