@@ -322,38 +322,31 @@ stage_backward() {
   return $rc
 }
 
-# Lesson 05's forward and backward together (--part train): each step's forward, then its backward,
-# against the framework's sequence (cuBLASLt addmm, the activation's pass, the backward's sequence).
-stage_train() {
-  local rc=0 shape act
+# lesson05_part PART "M N K" ...: lesson 05 with --part PART, relu and gelu at each shape (9 rounds),
+# its results as lesson05_backward-PART-ACT-MxNxK.json.
+lesson05_part() {
+  local rc=0 part=$1 shape act
+  shift
   have lesson05_backward || { echo "lesson05_backward: not built or not selected"; return 0; }
-  for shape in "4096 4096 4096" "8192 8192 8192" "4096 14336 4096"; do
+  for shape in "$@"; do
     set -- $shape
     for act in relu gelu; do
-      echo "-- lesson05_backward --part train $act at ${1}x${2}x${3}"
-      "$bin/lesson05_backward" --part train --act $act --rounds 9 --m $1 --n $2 --k $3 \
-          --json "$work/results/lesson05_backward-train-$act-${1}x${2}x${3}.json" || rc=1
+      echo "-- lesson05_backward --part $part $act at ${1}x${2}x${3}"
+      "$bin/lesson05_backward" --part $part --act $act --rounds 9 --m $1 --n $2 --k $3 \
+          --json "$work/results/lesson05_backward-$part-$act-${1}x${2}x${3}.json" || rc=1
     done
   done
   return $rc
 }
 
+# Lesson 05's forward and backward together (--part train): each step's forward, then its backward,
+# against the framework's sequence (cuBLASLt addmm, the activation's pass, the backward's sequence).
+stage_train() { lesson05_part train "4096 4096 4096" "8192 8192 8192" "4096 14336 4096"; }
+
 # Lesson 05's backward from an MLP's output (--part chain): every step first makes dZ = dY Vᵀ (step 5
 # makes dP there, act' in the product's epilogue; cuBLASLt, for GELU, with its DGELU epilogue), against
 # the sequence (cublasGemmEx for dZ, then the backward's sequence).
-stage_chain() {
-  local rc=0 shape act
-  have lesson05_backward || { echo "lesson05_backward: not built or not selected"; return 0; }
-  for shape in "4096 4096 4096" "8192 8192 8192" "4096 14336 4096" "4096 4096 14336"; do
-    set -- $shape
-    for act in relu gelu; do
-      echo "-- lesson05_backward --part chain $act at ${1}x${2}x${3}"
-      "$bin/lesson05_backward" --part chain --act $act --rounds 9 --m $1 --n $2 --k $3 \
-          --json "$work/results/lesson05_backward-chain-$act-${1}x${2}x${3}.json" || rc=1
-    done
-  done
-  return $rc
-}
+stage_chain() { lesson05_part chain "4096 4096 4096" "8192 8192 8192" "4096 14336 4096" "4096 4096 14336"; }
 
 # Lesson 06's targets: M = 1 and 16 at N = K = 4096, 8192, 16384 (>= 1.2x, 1.1x, 0.98x cuBLAS; >= 85%
 # of the copy at 16384) and at the Llama-3-8B decode projections (N x K); then M from 1 to 64 at
