@@ -382,9 +382,8 @@ void act_pass(const BackwardArgs& a, cudaStream_t st) {
   if (a.dz) launch_act_grad(a, pass_for(a), st);
 }
 
-// Step 3: the act' pass (and db), then dX's and dW's tiles in one launch.
-void act_pass_then_one_launch(const BackwardArgs& a, cudaStream_t st) {
-  launch_act_grad(a, pass_for(a), st);
+// dX's and dW's tiles in one launch, given dP (step 1's kernels where TMA cannot describe the shape).
+void one_launch_products(const BackwardArgs& a, cudaStream_t st) {
   if (!tma_ok(ProblemSize{a.m, a.n, a.k, {}})) return strided_products(a, st);
   Products ps = {};
   describe_product<LayoutNT>(ps, 0, dx_product(a));
@@ -392,8 +391,14 @@ void act_pass_then_one_launch(const BackwardArgs& a, cudaStream_t st) {
   launch_layout_gemm<LayoutNT, LayoutTN>(ps, a.trace, st);
 }
 
+// Step 3: the act' pass (and db), then dX's and dW's tiles in one launch.
+void act_pass_then_one_launch(const BackwardArgs& a, cudaStream_t st) {
+  launch_act_grad(a, pass_for(a), st);
+  one_launch_products(a, st);
+}
+
 std::string both_products_only(const ProblemSize& s) {
-  return whole_backward(s) ? "" : "computes both products in one launch (only with --part all or train)";
+  return whole_backward(s) ? "" : "computes both products in one launch (only with --part all, train or chain)";
 }
 
 // ReLU's derivative is its sign: the forward may save a bit per element instead
@@ -413,15 +418,11 @@ std::string relu_only(const ProblemSize& s) {
 void chain_epilogue_then_one_launch(const BackwardArgs& a, cudaStream_t st) {
   if (!tma_ok(ProblemSize{a.m, a.n, a.k, {}})) {  // step 1's kernels, as every step's fallback
     strided_upstream(a, st);
-    launch_act_grad(a, pass_for(a), st);
-    return strided_products(a, st);
+    return act_pass_then_one_launch(a, st);
   }
   launch_dgrad_product(a.dy, a.v, a.p, a.dp, a.db ? a.epi_db_partials : nullptr, a.m, a.n, a.k, a.act, st);
   if (a.db) launch_db_reduce(a.epi_db_partials, a.db, epilogue_db_partial_rows(a.m), a.n, st);
-  Products ps = {};
-  describe_product<LayoutNT>(ps, 0, dx_product(a));
-  describe_product<LayoutTN>(ps, 1, dw_product(a));
-  launch_layout_gemm<LayoutNT, LayoutTN>(ps, a.trace, st);
+  one_launch_products(a, st);
 }
 
 std::string chain_only(const ProblemSize& s) {
