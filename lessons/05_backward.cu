@@ -677,6 +677,19 @@ void fill_inputs(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t see
   if (exact_inputs(s)) fill_eighths(s, in, seed);
 }
 
+// Calls row(r) for r = 0 .. m - 1, the rows shared out over every host thread.
+template <class F>
+void rows_on_every_thread(int64_t m, const F& row) {
+  std::atomic<int64_t> next_row{0};
+  const auto work = [&] {
+    for (int64_t r = next_row++; r < m; r = next_row++) row(r);
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < std::max(1u, std::thread::hardware_concurrency()); ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+}
+
 // --part train: P = X W + b in fp64, every row of it (a row of dW sums over
 // every row of dP). Computed once per run on every host thread, and kept for
 // the calls of the outputs that follow (the same inputs).
@@ -694,22 +707,15 @@ const std::vector<double>& train_p_fp64(const ProblemSize& s, const std::vector<
   if (has_bias(s))
     for (int64_t c = 0; c < n; ++c) bias[size_t(c)] = in[3].value(c);
   cache.p.assign(size_t(m * n), 0.0);
-  std::atomic<int64_t> next_row{0};
-  const auto rows = [&] {
-    for (int64_t r = next_row++; r < m; r = next_row++) {
-      double* o = &cache.p[size_t(r * n)];
-      for (int64_t c = 0; c < n; ++c) o[c] = bias[size_t(c)];
-      for (int64_t j = 0; j < k; ++j) {
-        const double xv = x[size_t(r * k + j)];
-        const float* wr = &w[size_t(j * n)];
-        for (int64_t c = 0; c < n; ++c) o[c] += xv * double(wr[c]);
-      }
+  rows_on_every_thread(m, [&](int64_t r) {
+    double* o = &cache.p[size_t(r * n)];
+    for (int64_t c = 0; c < n; ++c) o[c] = bias[size_t(c)];
+    for (int64_t j = 0; j < k; ++j) {
+      const double xv = x[size_t(r * k + j)];
+      const float* wr = &w[size_t(j * n)];
+      for (int64_t c = 0; c < n; ++c) o[c] += xv * double(wr[c]);
     }
-  };
-  std::vector<std::thread> threads;
-  for (unsigned t = 1; t < std::max(1u, std::thread::hardware_concurrency()); ++t) threads.emplace_back(rows);
-  rows();
-  for (std::thread& t : threads) t.join();
+  });
   cache.inputs = in[0].data.data();
   cache.m = s.m, cache.n = s.n, cache.k = s.k;
   return cache.p;
@@ -729,22 +735,15 @@ const std::vector<double>& chain_dz_fp64(const ProblemSize& s, const std::vector
   for (int64_t i = 0; i < m * k; ++i) dy[size_t(i)] = in[3].value(i);
   for (int64_t i = 0; i < n * k; ++i) v[size_t(i)] = in[4].value(i);
   cache.dz.assign(size_t(m * n), 0.0);
-  std::atomic<int64_t> next_row{0};
-  const auto rows = [&] {
-    for (int64_t r = next_row++; r < m; r = next_row++) {
-      const float* a = &dy[size_t(r * k)];
-      for (int64_t c = 0; c < n; ++c) {
-        const float* b = &v[size_t(c * k)];
-        double sum = 0;
-        for (int64_t j = 0; j < k; ++j) sum += double(a[j]) * double(b[j]);
-        cache.dz[size_t(r * n + c)] = sum;
-      }
+  rows_on_every_thread(m, [&](int64_t r) {
+    const float* a = &dy[size_t(r * k)];
+    for (int64_t c = 0; c < n; ++c) {
+      const float* b = &v[size_t(c * k)];
+      double sum = 0;
+      for (int64_t j = 0; j < k; ++j) sum += double(a[j]) * double(b[j]);
+      cache.dz[size_t(r * n + c)] = sum;
     }
-  };
-  std::vector<std::thread> threads;
-  for (unsigned t = 1; t < std::max(1u, std::thread::hardware_concurrency()); ++t) threads.emplace_back(rows);
-  rows();
-  for (std::thread& t : threads) t.join();
+  });
   cache.inputs = in[3].data.data();
   cache.m = s.m, cache.n = s.n, cache.k = s.k;
   return cache.dz;
