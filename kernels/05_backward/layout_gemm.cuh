@@ -346,8 +346,10 @@ __device__ __forceinline__ void prefetch_p(const Products& ps, __half* staging, 
 }
 
 // Step 5's epilogue for one consumer's 64 x 256 of dZ: acc = dZ (fp32) becomes
-// dP = dZ * act'(P), formed on fp16 pairs as step 4 forms it (dZ rounded to
-// fp16 first, as the sequence stores it, then common/activation_half2.cuh).
+// dP = dZ * act'(P), with dZ rounded to fp16 first, as the sequence stores it:
+// ReLU on fp16 pairs as step 4 forms it; GELU and SiLU in fp32
+// (activation_grad_f32 in common/activation_half2.cuh), about half the
+// instructions of their half2 form, which step 4 needs for its registers.
 // P comes from the staging buffer (prefetch_p), a half at a time, through
 // ldmatrix, which hands each thread exactly the pairs its accumulators hold:
 // for each 8-column slice i, columns 8 i + 2 (t % 4) and the next of rows
@@ -380,7 +382,14 @@ __device__ __forceinline__ void dgrad_epilogue(float (&acc)[kBN / 2], const Prod
       for (int j = 0; j < 4; ++j) {
         const int i = 16 * half + 2 * pair + j / 2, h = j % 2;
         const __half2 dz = __floats2half2_rn(acc[4 * i + 2 * h], acc[4 * i + 2 * h + 1]);
-        const uint32_t dp = times_activation_grad_half2<kGrad>(*reinterpret_cast<const uint32_t*>(&dz), pv[j]);
+        uint32_t dp;
+        if constexpr (kGrad == Activation::relu) {
+          dp = times_activation_grad_half2<kGrad>(*reinterpret_cast<const uint32_t*>(&dz), pv[j]);
+        } else {  // dZ rounded as the sequence stores it, times act'(P) in fp32, rounded once
+          const float2 g = __half22float2(dz), x = __half22float2(*reinterpret_cast<const __half2*>(&pv[j]));
+          const __half2 r = __floats2half2_rn(g.x * activation_grad_f32<kGrad>(x.x), g.y * activation_grad_f32<kGrad>(x.y));
+          dp = *reinterpret_cast<const uint32_t*>(&r);
+        }
         const float2 d = __half22float2(*reinterpret_cast<const __half2*>(&dp));
         acc[4 * i + 2 * h] = d.x;
         acc[4 * i + 2 * h + 1] = d.y;

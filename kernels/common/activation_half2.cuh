@@ -186,6 +186,46 @@ __device__ __forceinline__ uint32_t times_activation_grad_half2(uint32_t dz_bits
   return *reinterpret_cast<const uint32_t*>(&dp);
 }
 
+// act'(x) in fp32, for lesson 05's step 5, whose epilogue holds dZ in fp32
+// accumulators already: the same sigmoid form as above, with sigma(v) =
+// 1 / (1 + e), e = exp(-v), and 1 - sigma(v) = e sigma(v), so nothing cancels.
+// Two special-function ops per value (ex2.approx, rcp.approx), as the half2
+// form takes, but about half its other instructions: h2exp's range handling
+// and the conversions around it go. Both errors are near 2^-22 relative, far
+// below fp16's rounding of dP. x is clamped first (NaN stays NaN), so that e
+// stays finite: GELU to [-8, 8] as above, SiLU to [-30, 30] (act' is 0 and 1
+// beyond, to fp32's precision, and v stays below 128).
+//   gelu  s + s (1 - s) 2 x u',  s = sigma(2 u)
+//   silu  s + s (1 - s) x,       s = sigma(x)
+template <Activation ACT>
+__device__ __forceinline__ float activation_grad_f32(float x) {
+#if defined(__CUDA_ARCH__)
+  static_assert(ACT == Activation::gelu || ACT == Activation::silu, "the sigmoid-form derivatives only");
+  constexpr float kLog2e = 1.4426950408889634f;
+  constexpr float c0 = 0.7978845608028654f, c1 = c0 * 0.044715f;  // u = x (c0 + c1 x^2)
+  const float bound = ACT == Activation::gelu ? 8.0f : 30.0f;
+  float xc;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(xc) : "f"(x), "f"(-bound));
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(xc) : "f"(xc), "f"(bound));
+  float v, d;  // v = -log2(e) times sigma's argument; d multiplies s (1 - s)
+  if constexpr (ACT == Activation::gelu) {
+    const float x2 = xc * xc;
+    v = xc * fmaf(-2.0f * kLog2e * c1, x2, -2.0f * kLog2e * c0);
+    d = xc * fmaf(6.0f * c1, x2, 2.0f * c0);  // 2 x u'
+  } else {
+    v = -kLog2e * xc;
+    d = xc;
+  }
+  float e, s;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(v));
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(s) : "f"(1.0f + e));
+  return fmaf((e * s) * s, d, s);
+#else
+  (void)x;
+  return 0.0f;
+#endif
+}
+
 // Eight fp16 values (one 16-byte chunk).
 template <Activation ACT>
 __device__ __forceinline__ uint4 activation_x8(uint4 v) {
