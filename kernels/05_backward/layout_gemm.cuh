@@ -35,7 +35,8 @@
 // epilogue that reads P where the accumulators lie and stores
 // dP = dZ * act'(P) instead of dZ, the way cuBLASLt's DGELU epilogue reads
 // the forward's auxiliary output; with a bias it also writes each warp's
-// column sums of dP (16 rows) to a row of partials for db.
+// column sums of dP (16 rows) to a row of partials for db. For GELU and SiLU
+// half of the act' work is done during the k loop, while the tensor cores run.
 #pragma once
 
 #include <algorithm>
@@ -332,6 +333,29 @@ __device__ __forceinline__ void stage_p_half(const Products& ps, __half* staging
   cp_async_commit_group();
 }
 
+// Step 5, GELU and SiLU: the 16-byte chunks of P's first half that each thread
+// copied in stage_p_half (8 of the half's 1024), turned into act'(P) in place,
+// one chunk per k step of the tile's loop, while that step's wgmmas run: the
+// tensor cores keep working and the epilogue's first half needs only a multiply.
+// act' is then kept in fp16 (the buffer's type): one more rounding than the
+// second half's, which is still formed in the epilogue (the buffer holds one half).
+constexpr int kPChunksPerThread = 64 * 16 / hopper::kWarpgroupThreads;
+template <Activation kGrad>
+__device__ __forceinline__ void act_grad_chunk_in_place(__half* staging, int i) {
+  const int e = threadIdx.x % hopper::kWarpgroupThreads + hopper::kWarpgroupThreads * i;
+  const int r = e / 16, c = e % 16;
+  uint4* chunk = reinterpret_cast<uint4*>(reinterpret_cast<char*>(staging) + r * 256 + ((c ^ (r % 8)) * 16));
+  uint4 v = *chunk;
+  uint32_t* w = reinterpret_cast<uint32_t*>(&v);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float2 x = __half22float2(*reinterpret_cast<const __half2*>(&w[j]));
+    const __half2 g = __floats2half2_rn(activation_grad_f32<kGrad>(x.x), activation_grad_f32<kGrad>(x.y));
+    w[j] = *reinterpret_cast<const uint32_t*>(&g);
+  }
+  *chunk = v;
+}
+
 // At the start of a tile: P's first half on its way into the staging buffer
 // (once the last tile's TMA store has read it), the second half's lines asked
 // into L2, both landing while the tile's k loop runs.
@@ -349,7 +373,9 @@ __device__ __forceinline__ void prefetch_p(const Products& ps, __half* staging, 
 // dP = dZ * act'(P), with dZ rounded to fp16 first, as the sequence stores it:
 // ReLU on fp16 pairs as step 4 forms it; GELU and SiLU in fp32
 // (activation_grad_f32 in common/activation_half2.cuh), about half the
-// instructions of their half2 form, which step 4 needs for its registers.
+// instructions of their half2 form, which step 4 needs for its registers. For
+// them the first half of the buffer already holds act'(P), formed during the k
+// loop (act_grad_chunk_in_place), so only the second half's act' is paid here.
 // P comes from the staging buffer (prefetch_p), a half at a time, through
 // ldmatrix, which hands each thread exactly the pairs its accumulators hold:
 // for each 8-column slice i, columns 8 i + 2 (t % 4) and the next of rows
@@ -385,6 +411,10 @@ __device__ __forceinline__ void dgrad_epilogue(float (&acc)[kBN / 2], const Prod
         uint32_t dp;
         if constexpr (kGrad == Activation::relu) {
           dp = times_activation_grad_half2<kGrad>(*reinterpret_cast<const uint32_t*>(&dz), pv[j]);
+        } else if (half == 0) {  // the buffer holds act'(P), formed during the k loop (act_grad_chunk_in_place)
+          const float2 g = __half22float2(dz), a = __half22float2(*reinterpret_cast<const __half2*>(&pv[j]));
+          const __half2 r = __floats2half2_rn(g.x * a.x, g.y * a.y);
+          dp = *reinterpret_cast<const uint32_t*>(&r);
         } else {  // dZ rounded as the sequence stores it, times act'(P) in fp32, rounded once
           const float2 g = __half22float2(dz), x = __half22float2(*reinterpret_cast<const __half2*>(&pv[j]));
           const __half2 r = __floats2half2_rn(g.x * activation_grad_f32<kGrad>(x.x), g.y * activation_grad_f32<kGrad>(x.y));
@@ -431,10 +461,15 @@ __device__ __forceinline__ void wgmma_stage(float (&acc)[kBN / 2], uint32_t a_ba
 // Steps 2 and 3: one tile's k loop for one consumer, lesson 04's: wait for a
 // stage, issue its wgmmas, and release the stage before once they are done.
 // One loop per layout, chosen once per tile: a branch between the wgmmas of a
-// stage (which product?) makes ptxas fence them (C7519) and costs 3%.
-template <class L, int kS, class S>
+// stage (which product?) makes ptxas fence them (C7519) and costs 3%. `hook(kt)`
+// runs after step kt's wgmmas are issued and before waiting for them: work the
+// thread does while the tensor cores multiply (step 5's act', below).
+struct NoHook {
+  __device__ __forceinline__ void operator()(int) const {}
+};
+template <class L, int kS, class S, class Hook = NoHook>
 __device__ __forceinline__ void k_loop(S& s, float (&acc)[kBN / 2], int k_tiles, int consumer, int& slot,
-                                       uint32_t& phase) {
+                                       uint32_t& phase, Hook hook = {}) {
   using namespace hopper;
   const bool warp_leader = threadIdx.x % 32 == 0;
   int previous_slot = -1;
@@ -443,6 +478,7 @@ __device__ __forceinline__ void k_loop(S& s, float (&acc)[kBN / 2], int k_tiles,
     wgmma_fence();
     wgmma_stage<L>(acc, smem_u32(s.a[slot]), smem_u32(s.b[slot]), consumer, kt > 0);
     wgmma_commit();
+    hook(kt);
     wgmma_wait<1>();
     fence_accumulators(acc);
     if (previous_slot >= 0 && warp_leader) mbarrier_arrive(&s.empty[previous_slot]);
@@ -465,6 +501,7 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
 #if WB_WGMMA_DEVICE
   using namespace hopper;
   constexpr bool kFused = kGrad != Activation::none;
+  constexpr bool kPrecomputeGrad = kEpilogueGrad == Activation::gelu || kEpilogueGrad == Activation::silu;
   constexpr int kS = kStagesOf<kGrad>;
   using S = SmemOf<kGrad>;
   extern __shared__ uint8_t smem_raw[];
@@ -537,6 +574,18 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
         } else {
           fused_k_loop<L1, kGrad>(s, acc, k_tiles, consumer, slot, phase, sum_db, db_sums);
         }
+      } else if constexpr (kPrecomputeGrad) {
+        // act' of P's first half, a chunk per k step from step 1 on (step 0's
+        // wgmmas give the copies from prefetch_p time to land); what a short
+        // loop leaves is converted after it.
+        __half* staging = epilogue.staging;
+        const int in_loop = min(max(k_tiles - 1, 0), kPChunksPerThread);
+        k_loop<L0, kS>(s, acc, k_tiles, consumer, slot, phase, [staging](int kt) {
+          if (kt == 1) cp_async_wait_group<0>();  // this thread's own copies: no barrier needed
+          if (kt >= 1 && kt <= kPChunksPerThread) act_grad_chunk_in_place<kEpilogueGrad>(staging, kt - 1);
+        });
+        if (in_loop == 0) cp_async_wait_group<0>();
+        for (int i = in_loop; i < kPChunksPerThread; ++i) act_grad_chunk_in_place<kEpilogueGrad>(staging, i);
       } else if (std::is_same_v<L0, L1> || p == 0) {  // one copy of the loop where both layouts are one
         k_loop<L0, kS>(s, acc, k_tiles, consumer, slot, phase);
       } else {
