@@ -205,8 +205,12 @@ __device__ __forceinline__ float activation_grad_f32(float x) {
   constexpr float c0 = 0.7978845608028654f, c1 = c0 * 0.044715f;  // u = x (c0 + c1 x^2)
   const float bound = ACT == Activation::gelu ? 8.0f : 30.0f;
   float xc;
+#if __CUDA_ARCH__ >= 800
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(xc) : "f"(x), "f"(-bound));
   asm("min.NaN.f32 %0, %1, %2;" : "=f"(xc) : "f"(xc), "f"(bound));
+#else  // no .NaN modifier before sm_80: fminf and fmaxf return the number, so keep the NaN by hand
+  xc = x != x ? x : fminf(fmaxf(x, -bound), bound);
+#endif
   float v, d;  // v = -log2(e) times sigma's argument; d multiplies s (1 - s)
   if constexpr (ACT == Activation::gelu) {
     const float x2 = xc * xc;
