@@ -36,9 +36,7 @@
 //   step 5  dz_epilogue   (--part chain, below) act' where dZ is made: the
 //                         product dZ = dY Vᵀ reads P in its epilogue (staged
 //                         in shared memory while its k loop runs) and stores
-//                         dP, with db's partial sums; no dZ, no act' pass.
-//                         For GELU and SiLU half of act'(P) is formed in that
-//                         staging buffer during the k loop, between wgmmas
+//                         dP, with db's partial sums; no dZ, no act' pass
 //   cublaslt              NVIDIA's cuBLASLt for both products, db fused into
 //                         the dW product (CUBLASLT_EPILOGUE_BGRADA); with
 //                         --part chain and GELU its DGELU(_BGRAD) epilogue
@@ -53,10 +51,8 @@
 // (dZ and P), so a third more bytes flow from L2 for every tile, act' is
 // recomputed for every tile that reads an element (K / 256 times), and the
 // bigger stages leave room for 3 of them instead of 4. Whether that pays is
-// what the report shows. Step 5 saves the dZ pass's bytes too, and applies
-// act' once per element, but in an epilogue, while the tile's tensor cores
-// wait: cheap for ReLU's select, not for GELU's sigmoid, unless the work
-// moves into the k loop, where the threads wait for the tensor cores instead.
+// what the report shows. Step 5 applies act' once per element, in an epilogue
+// (cheap for ReLU's select; GELU's half of it runs during the k loop instead).
 // What to look for: the report's rows against "cublas" (the sequence), and
 // the cublaslt row beside it. With --part dx or --part dw one product runs
 // alone, given dP, against cuBLAS's GEMM in the same layout: is a transposed
