@@ -28,8 +28,9 @@
 #             the Llama-3-8B decode projections; M from 2 to 128 (where cuBLAS fp16 wins again)
 #   sparse_ffn lesson 08's targets: Llama-2-7B (two matrices and SwiGLU) at M = 16 and 512, sparsity
 #             0 to 0.9; GPT-2 at M = 2048
-# On a device that runs one command for at most 10 minutes: "build tests lessons", "build sanitize
-# ncu compare", "build backward", "build train", "build chain", "build splitk", "build w4a16" and "build sparse_ffn", one call each.
+# On a device that runs one command for at most 10 minutes: "build tests lessons", "build sanitize"
+# (about 450 s on an H100), "build ncu compare", "build backward", "build train", "build chain" and
+# "build splitk w4a16 sparse_ffn", one call each.
 #
 # GPU_CHECK_LESSONS="lesson07_w4a16 ..." limits the sanitize and lessons stages' lesson lists;
 # GPU_CHECK_GTEST_FILTER="Lesson05*" the tests stage's GPU tests (gpu_tests only; the others then skip).
