@@ -125,7 +125,7 @@ for v in r["variants"]:
     if v.get("skipped") or v.get("median_ms") is None:
         continue
     fail = "" if v.get("passed", True) else " FAILED"
-    ratio = "" if v.get("reference") else " (%.3fx)" % v["vs_cublas"]
+    ratio = "" if v.get("reference") or not v.get("vs_cublas") else " (%.3fx)" % v["vs_cublas"]
     cells.append("%s %.4f%s%s" % (v["name"], v["median_ms"], ratio, fail))
 print(" | ".join(cells))
 EOF
