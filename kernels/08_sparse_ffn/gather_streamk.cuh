@@ -7,13 +7,22 @@
 // barrier that ends each slice. And a gathered product at M = 512 has few
 // tiles: 88 of 128 x 256 at s = 0.5 for 132 SMs. Here:
 //   - lesson 04's structure: a producer warpgroup that only copies, two
-//     consumer warpgroups that only multiply, 128 x 256 tiles (48 KiB per
-//     slice for 2M multiply-adds), 4 stages with "full" and "empty" mbarriers;
-//   - the producer's 128 threads gather with cp.async (TMA copies boxes of
-//     consecutive rows, and a gather is not one), each 16-byte chunk where
-//     the 128-byte swizzle puts it, and each thread's copies arrive on the
-//     stage's "full" barrier by themselves once they have landed
-//     (cp.async.mbarrier.arrive.noinc): "full" expects the 128 arrivals;
+//     consumer warpgroups that only multiply, 4 stages of 48 KiB with "full"
+//     and "empty" mbarriers, 2M multiply-adds per 64-deep slice;
+//   - A (X or H, not gathered) by one TMA box per slice, as in lesson 04;
+//   - B gathered by the producer's 128 threads with cp.async (TMA copies
+//     boxes of consecutive rows, and a gather is not one), each 16-byte chunk
+//     where the 128-byte swizzle puts it, each thread's copies arriving on
+//     the stage's "full" barrier by themselves once they have landed
+//     (cp.async.mbarrier.arrive.noinc): "full" expects the 128 arrivals and
+//     the TMA thread's expected bytes;
+//   - the gathering is what limits this kernel (a list of consecutive
+//     neurons ran no faster than a random one), so where M fills it the tile
+//     is 256 x 128 (each consumer two m64n128k16 per k16 step) instead of
+//     lesson 04's 128 x 256: the same work and bytes per slice, half of them
+//     gathered. At M = 512 on an H100, in one run, that took the FFN from
+//     1.13x to 1.28x the dense one at s = 0.5 and from 1.63x to 1.97x at
+//     s = 0.75 (docs/notes/08_sparse_ffn.md);
 //   - lesson 04's Stream-K schedule (schedule/stream_k.hpp), over columns of
 //     tiles: the blocks form groups of R, one per tile row (R = the tile rows,
 //     at most 16), and a group walks its share of the columns' k slices in
@@ -28,9 +37,9 @@
 // The copies are writes of the generic proxy and wgmma reads through the
 // async proxy, so a consumer fences between the two after its "full" wait.
 //
-//   A (X or H)                K-major, 128 rows x 64 k per stage
-//   B, Gather::neuron_rows    K-major: 256 neurons' runs (W1 neuron-major) x 64 k
-//   B, Gather::rows           N-major: 64 rows of W2 x 256 n, as four 64-wide panels
+//   A (X or H)                K-major, BM rows x 64 k per stage (one TMA box)
+//   B, Gather::neuron_rows    K-major: BN neurons' runs (W1 neuron-major) x 64 k
+//   B, Gather::rows           N-major: 64 rows of W2 x BN n, as BN / 64 panels of 64
 // sm_90a only: the lesson uses it on a Hopper GPU (use_wgmma).
 #pragma once
 
@@ -46,7 +55,18 @@
 
 namespace wb::sparse {
 
-using GatherStreamKSmem = hopper::PipelineSmem<hopper::kWsBlockM, hopper::kWsBlockN, hopper::kWsStages>;
+// The two tiles, both 128 x 256 x 64 of work per slice and 48 KiB per stage.
+// Only B is gathered (by cp.async, whose rate limits this kernel); A comes by
+// TMA. So the tall tile, with half as many of B's lines per slice, gathers
+// half the bytes per multiply-add: it is the kernel's tile wherever M fills it.
+struct WideTile {  // 128 x 256: each consumer warpgroup 64 rows, one m64n256k16 per k16 step
+  static constexpr int BM = 128, BN = 256;
+};
+struct TallTile {  // 256 x 128: each consumer warpgroup 128 rows, two m64n128k16 per k16 step
+  static constexpr int BM = 256, BN = 128;
+};
+template <class T>
+using GatherStreamKSmem = hopper::PipelineSmem<T::BM, T::BN, hopper::kWsStages>;
 // A producer thread keeps the neurons of its 16 lines of B and their
 // addresses: more than lesson 04's one TMA thread needs (with 56 or 88, ptxas spills).
 constexpr int kGatherProducerRegs = 120, kGatherConsumerRegs = 192;
@@ -77,13 +97,16 @@ struct GatherStreamK {
   int bands = 1;     // tiles_m / rows
 };
 
-template <Gather G, Epilogue E>
+template <Gather G, Epilogue E, class T>
 __global__ void __launch_bounds__(hopper::kWsThreads, 1)
-    gather_streamk_kernel(const __grid_constant__ GatherParams p, GatherStreamK sk, hopper::StreamKWorkspace ws) {
+    gather_streamk_kernel(const __grid_constant__ GatherParams p, const __grid_constant__ CUtensorMap a_map,
+                          GatherStreamK sk, hopper::StreamKWorkspace ws) {
 #if WB_WGMMA_DEVICE
   static_assert(G != Gather::columns, "the column gather stays on mma.sync (steps 2-3)");
   using namespace hopper;
-  using Smem = GatherStreamKSmem;
+  using Smem = GatherStreamKSmem<T>;
+  constexpr int kSubM = T::BM / (64 * kConsumers);  // m64 blocks per consumer warpgroup
+  static_assert(kSubM * T::BN == kWsBlockN, "a consumer's accumulators are lesson 04's 128 floats a thread");
   extern __shared__ uint8_t smem_raw[];
   Smem& s = aligned_smem<Smem>(smem_raw);
   const StreamKPlan& plan = sk.plan;
@@ -93,8 +116,9 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
   const int warpgroup = int(threadIdx.x) / kWarpgroupThreads;
 
   if (threadIdx.x == 0) {
+    tma_prefetch_descriptor(&a_map);
     for (int i = 0; i < kWsStages; ++i) {
-      mbarrier_init(&s.full[i], kWarpgroupThreads);   // every producer thread's copies
+      mbarrier_init(&s.full[i], kWarpgroupThreads + 1);  // every producer thread's copies, and A's bytes
       mbarrier_init(&s.empty[i], kConsumers * 4);     // every consumer warp
     }
     fence_barrier_init();
@@ -110,10 +134,10 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
     StreamKWalk walk(plan, group);
     for (WorkUnit u; walk.next(&u);) {
       const TileCoord tile = tile_at(u.tile);
-      const int m0 = tile.m * kWsBlockM, n0 = tile.n * kWsBlockN;
-      // neuron_rows: the weight rows of this thread's 16 lines of B, fixed for the tile.
+      const int m0 = tile.m * T::BM, n0 = tile.n * T::BN;
+      // neuron_rows: the weight rows of this thread's BN / 16 lines of B, fixed for the tile.
       // rows: the neurons of its 4 k lines of the next slice, fetched a slice ahead.
-      constexpr int kOwn = G == Gather::neuron_rows ? 16 : 4;
+      constexpr int kOwn = G == Gather::neuron_rows ? T::BN / 16 : 4;
       int w[kOwn];
       auto fetch_rows = [&](int kt) {
 #pragma unroll
@@ -132,16 +156,13 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
         mbarrier_wait(&s.empty[slot], phase ^ 1);  // first lap: passes at once
         const int kc = kt * kBlockK + chunk * 8;
         const bool k_inside = kc < p.k;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {  // A: 128 lines of 64 k
-          const int r = row + 16 * i;
-          const bool inside = m0 + r < p.m && k_inside;
-          cp_async_16_zero_fill(shared_address(s.a[slot] + swizzled_chunk(r, chunk)),
-                                inside ? p.a + int64_t(m0 + r) * p.k + kc : p.a, inside ? 16 : 0);
+        if (threadIdx.x == 0) {  // A: one box; rows past M and k past K arrive as zeros
+          mbarrier_arrive_expect_bytes(&s.full[slot], T::BM * kBlockK * sizeof(__half));
+          tma_load_2d(s.a[slot], &a_map, m0, kt * kBlockK, &s.full[slot]);
         }
         if constexpr (G == Gather::neuron_rows) {
 #pragma unroll
-          for (int i = 0; i < kOwn; ++i) {  // B: 256 neurons' lines of 64 k
+          for (int i = 0; i < kOwn; ++i) {  // B: BN neurons' lines of 64 k
             const int r = row + 16 * i;
             const bool inside = w[i] >= 0 && k_inside;
             cp_async_16_zero_fill(shared_address(s.b[slot] + swizzled_chunk(r, chunk)),
@@ -149,10 +170,10 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
           }
         } else {
 #pragma unroll
-          for (int i = 0; i < kOwn; ++i) {  // B: 64 rows of W2 (k lines) x 4 panels of 64 n
+          for (int i = 0; i < kOwn; ++i) {  // B: 64 rows of W2 (k lines) x BN / 64 panels of 64 n
             const int r = row + 16 * i;
 #pragma unroll
-            for (int panel = 0; panel < kWsBlockN / kPanelCols; ++panel) {
+            for (int panel = 0; panel < T::BN / kPanelCols; ++panel) {
               const int nc = n0 + panel * kPanelCols + chunk * 8;
               const bool inside = w[i] >= 0 && nc < p.n;
               cp_async_16_zero_fill(
@@ -169,7 +190,7 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
   } else {
     // ---------------------------------------------------------- consumers
     warpgroup_claim_registers<kGatherConsumerRegs>();
-    const int consumer = warpgroup - 1;  // rows 64 consumer .. + 63 of the tile
+    const int consumer = warpgroup - 1;  // rows BM / 2 consumer .. of the tile
     const int thread = int(threadIdx.x) % kWarpgroupThreads;
     const int barrier_id = 1 + consumer;
     // Worker g of the plan is block g rows + row_in_band here: the one on the same tile row.
@@ -179,7 +200,9 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
     auto flag_of = [&](int g) { return ws.flags + (g * sk.rows + row_in_band) * kConsumers + consumer; };
     int slot = 0;
     uint32_t phase = 0;
-    float acc[kWsBlockN / 2];  // (64, 256) fp32 for this warpgroup
+    float acc[kSubM][T::BN / 2];  // this warpgroup's BM / 2 x BN fp32, m64 block by block
+    // Lesson 04's hand-over and adding see the same 128 floats a thread as one array.
+    float(&flat)[kWsBlockN / 2] = reinterpret_cast<float(&)[kWsBlockN / 2]>(acc);
 
     StreamKWalk walk(plan, group, p.trace != nullptr ? ws.segments_before[group] : -1);
     for (WorkUnit u; walk.next(&u);) {
@@ -190,38 +213,45 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
         mbarrier_wait(&s.full[slot], phase);
         fence_proxy_async_shared();  // the producer's copies, seen by the tensor cores' reads
         wgmma_fence();
-        const uint32_t a_base = smem_u32(s.a[slot]) + consumer * 64 * kSwizzleBytes, b_base = smem_u32(s.b[slot]);
+        const uint32_t a_base = smem_u32(s.a[slot]) + consumer * (T::BM / kConsumers) * kSwizzleBytes,
+                       b_base = smem_u32(s.b[slot]);
         if constexpr (G == Gather::neuron_rows) {
 #pragma unroll
           for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk)
-            wgmma_m64n256k16<Major::k, Major::k>(acc, desc_k_major(a_base + kk * kWgmmaK * 2),
-                                                 desc_k_major(b_base + kk * kWgmmaK * 2), kt > u.k_begin || kk > 0);
+#pragma unroll
+            for (int h = 0; h < kSubM; ++h)
+              wgmma_m64k16<T::BN, Major::k, Major::k>(acc[h], desc_k_major(a_base + h * 64 * kSwizzleBytes + kk * kWgmmaK * 2),
+                                                      desc_k_major(b_base + kk * kWgmmaK * 2), kt > u.k_begin || kk > 0);
         } else {
-          wgmma_k_stage<kWsBlockN, Smem>(acc, a_base, b_base, kt > u.k_begin);
+#pragma unroll
+          for (int h = 0; h < kSubM; ++h)
+            wgmma_k_stage<T::BN, Smem>(acc[h], a_base + h * 64 * kSwizzleBytes, b_base, kt > u.k_begin);
         }
         wgmma_commit();
         wgmma_wait<1>();  // the group of slice kt - 1 has finished reading its slot
-        fence_accumulators(acc);
+        fence_accumulators(flat);
         if (previous_slot >= 0 && threadIdx.x % 32 == 0) mbarrier_arrive(&s.empty[previous_slot]);
         previous_slot = slot;
         if (++slot == kWsStages) { slot = 0; phase ^= 1; }
       }
       wgmma_wait<0>();
-      fence_accumulators(acc);
+      fence_accumulators(flat);
       if (threadIdx.x % 32 == 0) mbarrier_arrive(&s.empty[previous_slot]);  // the producer may go on
 
       if (!owns_tile(u)) {
-        streamk_hand_over(acc, partial_of(group), flag_of(group), thread, barrier_id);
+        streamk_hand_over(flat, partial_of(group), flag_of(group), thread, barrier_id);
       } else {
         if (!whole_tile(plan, u))
-          streamk_add_partials(acc, plan, u.tile, group, partial_of, flag_of, thread, barrier_id);
+          streamk_add_partials(flat, plan, u.tile, group, partial_of, flag_of, thread, barrier_id);
         // The activation as a constant: one branch per tile, not one per element.
         with_epilogue_activation<E>(p, [&](auto act, auto swiglu) {
-          for_each_wgmma_pair<kWsBlockN>(acc, tile.m * kWsBlockM + 64 * consumer, tile.n * kWsBlockN,
-                                         [&](int r, int c, float v0, float v1) {
-                                           finish_pair_as<E, decltype(act)::value, decltype(swiglu)::value>(p, r, c,
-                                                                                                             v0, v1);
-                                         });
+#pragma unroll
+          for (int h = 0; h < kSubM; ++h)
+            for_each_wgmma_pair<T::BN>(acc[h], tile.m * T::BM + (T::BM / kConsumers) * consumer + 64 * h,
+                                       tile.n * T::BN, [&](int r, int c, float v0, float v1) {
+                                         finish_pair_as<E, decltype(act)::value, decltype(swiglu)::value>(p, r, c,
+                                                                                                           v0, v1);
+                                       });
         });
       }
       if (p.trace != nullptr && threadIdx.x == kWarpgroupThreads)
@@ -231,23 +261,26 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
     }
   }
 #else
-  (void)p; (void)sk; (void)ws;
+  (void)p; (void)a_map; (void)sk; (void)ws;
   __trap();
 #endif
 }
 
 // ---------------------------------------------------------------- host side
 
-template <Gather G, Epilogue E>
+template <Gather G, Epilogue E, class T>
 const void* streamk_kernel_ready() {
   static const void* k = [] {
-    const void* f = reinterpret_cast<const void*>(gather_streamk_kernel<G, E>);
+    const void* f = reinterpret_cast<const void*>(gather_streamk_kernel<G, E, T>);
     CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    hopper::smem_bytes_for<GatherStreamKSmem>()));
+                                    hopper::smem_bytes_for<GatherStreamKSmem<T>>()));
     return f;
   }();
   return k;
 }
+
+// The tall tile where M fills it (at least 256 rows), else the wide one.
+inline bool streamk_tall(int m) { return m >= TallTile::BM; }
 
 // The Stream-K schedule of a product. Groups of R blocks, R the largest
 // divisor of the tile rows up to 16 (all of them at M <= 2048); as many groups
@@ -283,10 +316,12 @@ inline bool streamk_pays(int m, int n, int k) {
 template <Gather G, Epilogue E>
 GatherPlan plan_streamk(int m, int n, int k) {
   GatherPlan q;
-  q.block_m = hopper::kWsBlockM;
-  q.block_n = hopper::kWsBlockN;
+  const bool tall = streamk_tall(m);
+  q.block_m = tall ? TallTile::BM : WideTile::BM;
+  q.block_n = tall ? TallTile::BN : WideTile::BN;
   q.threads = hopper::kWsThreads;
-  q.smem = hopper::smem_bytes_for<GatherStreamKSmem>();
+  q.smem = tall ? hopper::smem_bytes_for<GatherStreamKSmem<TallTile>>()
+                : hopper::smem_bytes_for<GatherStreamKSmem<WideTile>>();
   q.stages = hopper::kWsStages;
   q.tiles_m = ceil_div(m, q.block_m);
   q.tiles_n = ceil_div(n, q.block_n);
@@ -321,9 +356,12 @@ void launch_streamk(GatherParams p, const GatherPlan& q, void* workspace, cudaSt
     CUDA_CHECK(cudaMemcpyAsync(ws.segments_before, before.data(), before.size() * sizeof(int),
                                cudaMemcpyHostToDevice, stream));
   }
-  void* args[] = {&p, &sk, const_cast<hopper::StreamKWorkspace*>(&ws)};
-  CUDA_CHECK(cudaLaunchKernel(streamk_kernel_ready<G, E>(), dim3(unsigned(grid)), dim3(hopper::kWsThreads), args,
-                              size_t(q.smem), stream));
+  // A's boxes: BM rows x 64 k, zeros past M and K (the models' K are multiples of 8, as TMA needs).
+  CUtensorMap a_map = hopper::make_tensor_map_2d(p.a, p.m, p.k, q.block_m, hopper::kBlockK);
+  void* args[] = {&p, &a_map, &sk, const_cast<hopper::StreamKWorkspace*>(&ws)};
+  const void* kernel = q.block_m == TallTile::BM ? streamk_kernel_ready<G, E, TallTile>()
+                                                 : streamk_kernel_ready<G, E, WideTile>();
+  CUDA_CHECK(cudaLaunchKernel(kernel, dim3(unsigned(grid)), dim3(hopper::kWsThreads), args, size_t(q.smem), stream));
   CUDA_CHECK_LAUNCH();
 }
 
