@@ -36,8 +36,11 @@
 //                         neighbouring pieces of the same neurons' rows, and
 //                         at least 6 slices each; above M = 64 on Hopper, a
 //                         product with 16 slices per SM or more runs on lesson
-//                         04's warp-specialised Stream-K kernel instead, its
-//                         producer gathering with cp.async (gather_streamk.cuh)
+//                         04's warp-specialised Stream-K kernel instead: A by
+//                         TMA, B gathered by its producer with cp.async, and
+//                         from M = 256 a 256 x 128 tile, which gathers half as
+//                         many bytes per multiply-add as 128 x 256 (the
+//                         gathering sets its rate; gather_streamk.cuh)
 // SwiGLU's gate and up are one pass in every kernel: a neuron's gate and up
 // columns sit side by side in the tile, so one thread holds both. In steps
 // 3-5 (M <= 64) the down product is the up product's programmatic dependent
