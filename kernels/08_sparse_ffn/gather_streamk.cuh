@@ -67,8 +67,9 @@ struct TallTile {  // 256 x 128: each consumer warpgroup 128 rows, two m64n128k1
 };
 template <class T>
 using GatherStreamKSmem = hopper::PipelineSmem<T::BM, T::BN, hopper::kWsStages>;
-// A producer thread keeps the neurons of its 16 lines of B and their
-// addresses: more than lesson 04's one TMA thread needs (with 56 or 88, ptxas spills).
+// A producer thread keeps the neurons of its lines of B (16 of the wide
+// tile's) and their addresses: more than lesson 04's one TMA thread needs
+// (with 56 or 88, ptxas spills).
 constexpr int kGatherProducerRegs = 120, kGatherConsumerRegs = 192;
 static_assert(kGatherProducerRegs + hopper::kConsumers * kGatherConsumerRegs <= 65536 / hopper::kWarpgroupThreads,
               "the warpgroups' register budgets fit the 64K-register file");
@@ -219,9 +220,11 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
 #pragma unroll
           for (int kk = 0; kk < kBlockK / kWgmmaK; ++kk)
 #pragma unroll
-            for (int h = 0; h < kSubM; ++h)
-              wgmma_m64k16<T::BN, Major::k, Major::k>(acc[h], desc_k_major(a_base + h * 64 * kSwizzleBytes + kk * kWgmmaK * 2),
-                                                      desc_k_major(b_base + kk * kWgmmaK * 2), kt > u.k_begin || kk > 0);
+            for (int h = 0; h < kSubM; ++h) {
+              const uint64_t da = desc_k_major(a_base + h * 64 * kSwizzleBytes + kk * kWgmmaK * 2);
+              const uint64_t db = desc_k_major(b_base + kk * kWgmmaK * 2);
+              wgmma_m64k16<T::BN, Major::k, Major::k>(acc[h], da, db, kt > u.k_begin || kk > 0);
+            }
         } else {
 #pragma unroll
           for (int h = 0; h < kSubM; ++h)
