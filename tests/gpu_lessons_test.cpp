@@ -653,8 +653,8 @@ TEST(SparseFfn, TracesCoverBothProducts) {
 }
 
 // Lesson 08's split_k traces, each unit recorded once:
-// - the Stream-K kernel (above M = 64 with work enough), across groups of blocks (M = 256: two tile
-//   rows per group) and tiles shared along k;
+// - the Stream-K kernel (above M = 64 with work enough), one block per group (M = 256: one tile
+//   row of 256) and groups of a cluster pair (M = 512: two tile rows), tiles shared along k;
 // - the split kernel at M <= 16, whose up-product units take every S-th k slice: a unit's record
 //   holds its share of the tile's slices, so a tile's records still lie end to end along k.
 // read_trace checks that each tile's k ranges lie end to end.
@@ -665,6 +665,7 @@ TEST(SparseFfn, SplitKTracesHaveEveryUnitOnce) {
     const char* args;
     const char* kernel;  // what the model line names
   } cases[] = {{"--model llama2-7b --m 256 --sparsity 0.5", "Stream-K"},
+               {"--model llama2-7b --m 512 --sparsity 0.5", "Stream-K"},
                {"--model llama2-7b --m 16 --sparsity 0.9", "splits"}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.args);
