@@ -654,7 +654,8 @@ TEST(SparseFfn, TracesCoverBothProducts) {
 
 // Lesson 08's split_k traces, each unit recorded once:
 // - the Stream-K kernel (above M = 64 with work enough), one block per group (M = 256: one tile
-//   row of 256) and groups of a cluster pair (M = 512: two tile rows), tiles shared along k;
+//   row of 256) and two (M = 512: two tile rows, walking the same columns in step), tiles shared
+//   along k;
 // - the split kernel at M <= 16, whose up-product units take every S-th k slice: a unit's record
 //   holds its share of the tile's slices, so a tile's records still lie end to end along k.
 // read_trace checks that each tile's k ranges lie end to end.
