@@ -76,6 +76,11 @@ static_assert(kGatherProducerRegs + hopper::kConsumers * kGatherConsumerRegs <= 
 // The fewest k slices a block's share of the shared run may have: below that
 // the hand-over of 128 KiB partials costs more than the slices it spreads.
 constexpr int kStreamKMinShare = 8;
+// Where M leaves a partial band, A arrives in boxes of 64 rows and a box that
+// starts past M is not loaded: with one box of 256 rows a slice (most of it
+// zeros), M = 300 took longer than M = 512 (docs/notes/08_sparse_ffn.md).
+// Where M fills every band, A stays one box of BM rows (kPartialBand false).
+constexpr int kABoxRows = 64;
 constexpr int kStreamKSlicesPerSm = 16;
 
 // This thread's copies of the stage arrive on `bar` once they have landed.
@@ -98,7 +103,7 @@ struct GatherStreamK {
   int bands = 1;     // tiles_m / rows
 };
 
-template <Gather G, Epilogue E, class T>
+template <Gather G, Epilogue E, class T, bool kPartialBand>
 __global__ void __launch_bounds__(hopper::kWsThreads, 1)
     gather_streamk_kernel(const __grid_constant__ GatherParams p, const __grid_constant__ CUtensorMap a_map,
                           GatherStreamK sk, hopper::StreamKWorkspace ws) {
@@ -124,6 +129,14 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
     }
     fence_barrier_init();
   }
+  if constexpr (kPartialBand) {
+    // A partial band leaves A's boxes past M unloaded, and the consumers multiply
+    // every row: those rows (never stored) read zeros or an earlier tile's A, not
+    // uninitialised memory.
+    for (int i = int(threadIdx.x); i < int(sizeof(s.a) / 16); i += int(blockDim.x))
+      reinterpret_cast<uint4*>(&s.a[0][0])[i] = make_uint4(0, 0, 0, 0);
+    fence_proxy_async_shared();  // before the TMA writes and the tensor cores' reads
+  }
   __syncthreads();
 
   if (warpgroup == 0) {
@@ -136,6 +149,8 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
     for (WorkUnit u; walk.next(&u);) {
       const TileCoord tile = tile_at(u.tile);
       const int m0 = tile.m * T::BM, n0 = tile.n * T::BN;
+      constexpr int kBoxRows = kPartialBand ? kABoxRows : T::BM;
+      const int a_boxes = kPartialBand ? min(T::BM / kBoxRows, ceil_div(p.m - m0, kBoxRows)) : 1;
       // neuron_rows: the weight rows of this thread's BN / 16 lines of B, fixed for the tile.
       // rows: the neurons of its 4 k lines of the next slice, fetched a slice ahead.
       constexpr int kOwn = G == Gather::neuron_rows ? T::BN / 16 : 4;
@@ -157,9 +172,11 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
         mbarrier_wait(&s.empty[slot], phase ^ 1);  // first lap: passes at once
         const int kc = kt * kBlockK + chunk * 8;
         const bool k_inside = kc < p.k;
-        if (threadIdx.x == 0) {  // A: one box; rows past M and k past K arrive as zeros
-          mbarrier_arrive_expect_bytes(&s.full[slot], T::BM * kBlockK * sizeof(__half));
-          tma_load_2d(s.a[slot], &a_map, m0, kt * kBlockK, &s.full[slot]);
+        if (threadIdx.x == 0) {  // A: the boxes that start before M; k past K arrives as zeros
+          mbarrier_arrive_expect_bytes(&s.full[slot], a_boxes * kBoxRows * kBlockK * sizeof(__half));
+          for (int box = 0; box < a_boxes; ++box)
+            tma_load_2d(s.a[slot] + box * kBoxRows * kBlockK, &a_map, m0 + box * kBoxRows, kt * kBlockK,
+                        &s.full[slot]);
         }
         if constexpr (G == Gather::neuron_rows) {
 #pragma unroll
@@ -271,10 +288,10 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
 
 // ---------------------------------------------------------------- host side
 
-template <Gather G, Epilogue E, class T>
+template <Gather G, Epilogue E, class T, bool kPartialBand>
 const void* streamk_kernel_ready() {
   static const void* k = [] {
-    const void* f = reinterpret_cast<const void*>(gather_streamk_kernel<G, E, T>);
+    const void* f = reinterpret_cast<const void*>(gather_streamk_kernel<G, E, T, kPartialBand>);
     CUDA_CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     hopper::smem_bytes_for<GatherStreamKSmem<T>>()));
     return f;
@@ -351,6 +368,7 @@ void launch_streamk(GatherParams p, const GatherPlan& q, void* workspace, cudaSt
   sk.plan = q.stream_k;
   sk.rows = q.group_rows;
   sk.bands = q.tiles_m / q.group_rows;
+  const bool partial_band = p.m % q.block_m != 0;
   if (p.trace != nullptr) {
     // Trace records are numbered in launch order: each group's count of earlier segments.
     const int groups = q.stream_k.workers;
@@ -359,11 +377,13 @@ void launch_streamk(GatherParams p, const GatherPlan& q, void* workspace, cudaSt
     CUDA_CHECK(cudaMemcpyAsync(ws.segments_before, before.data(), before.size() * sizeof(int),
                                cudaMemcpyHostToDevice, stream));
   }
-  // A's boxes: BM rows x 64 k, zeros past M and K (the models' K are multiples of 8, as TMA needs).
-  CUtensorMap a_map = hopper::make_tensor_map_2d(p.a, p.m, p.k, q.block_m, hopper::kBlockK);
+  // A's boxes: 64 (a partial band) or BM rows x 64 k, zeros past M and K (the models' K are multiples of 8, as TMA needs).
+  CUtensorMap a_map = hopper::make_tensor_map_2d(p.a, p.m, p.k, partial_band ? kABoxRows : q.block_m, hopper::kBlockK);
   void* args[] = {&p, &a_map, &sk, const_cast<hopper::StreamKWorkspace*>(&ws)};
-  const void* kernel = q.block_m == TallTile::BM ? streamk_kernel_ready<G, E, TallTile>()
-                                                 : streamk_kernel_ready<G, E, WideTile>();
+  const void* kernel =
+      q.block_m == TallTile::BM
+          ? (partial_band ? streamk_kernel_ready<G, E, TallTile, true>() : streamk_kernel_ready<G, E, TallTile, false>())
+          : (partial_band ? streamk_kernel_ready<G, E, WideTile, true>() : streamk_kernel_ready<G, E, WideTile, false>());
   CUDA_CHECK(cudaLaunchKernel(kernel, dim3(unsigned(grid)), dim3(hopper::kWsThreads), args, size_t(q.smem), stream));
   CUDA_CHECK_LAUNCH();
 }
