@@ -298,6 +298,10 @@ const void* streamk_kernel_ready() {
   }();
   return k;
 }
+template <Gather G, Epilogue E, class T>
+const void* streamk_kernel_for(bool partial_band) {
+  return partial_band ? streamk_kernel_ready<G, E, T, true>() : streamk_kernel_ready<G, E, T, false>();
+}
 
 // The tall tile where M fills it (at least 256 rows), else the wide one.
 inline bool streamk_tall(int m) { return m >= TallTile::BM; }
@@ -377,13 +381,13 @@ void launch_streamk(GatherParams p, const GatherPlan& q, void* workspace, cudaSt
     CUDA_CHECK(cudaMemcpyAsync(ws.segments_before, before.data(), before.size() * sizeof(int),
                                cudaMemcpyHostToDevice, stream));
   }
-  // A's boxes: 64 (a partial band) or BM rows x 64 k, zeros past M and K (the models' K are multiples of 8, as TMA needs).
-  CUtensorMap a_map = hopper::make_tensor_map_2d(p.a, p.m, p.k, partial_band ? kABoxRows : q.block_m, hopper::kBlockK);
+  // A's boxes: 64 rows (a partial band) or BM, x 64 k; zeros past M and K (the
+  // models' K are multiples of 8, as TMA needs).
+  const int a_box_rows = partial_band ? kABoxRows : q.block_m;
+  CUtensorMap a_map = hopper::make_tensor_map_2d(p.a, p.m, p.k, a_box_rows, hopper::kBlockK);
   void* args[] = {&p, &a_map, &sk, const_cast<hopper::StreamKWorkspace*>(&ws)};
-  const void* kernel =
-      q.block_m == TallTile::BM
-          ? (partial_band ? streamk_kernel_ready<G, E, TallTile, true>() : streamk_kernel_ready<G, E, TallTile, false>())
-          : (partial_band ? streamk_kernel_ready<G, E, WideTile, true>() : streamk_kernel_ready<G, E, WideTile, false>());
+  const void* kernel = q.block_m == TallTile::BM ? streamk_kernel_for<G, E, TallTile>(partial_band)
+                                                 : streamk_kernel_for<G, E, WideTile>(partial_band);
   CUDA_CHECK(cudaLaunchKernel(kernel, dim3(unsigned(grid)), dim3(hopper::kWsThreads), args, size_t(q.smem), stream));
   CUDA_CHECK_LAUNCH();
 }
