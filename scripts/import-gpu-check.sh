@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Files a GPU check's archive into assets/: results to assets/results/<gpu>/,
-# the summary beside them, and, when asked, the traces to assets/traces/<gpu>/
+# the summary at the top of the summary log beside them (earlier checks' below), and, when asked, the traces to assets/traces/<gpu>/
 # (gzip-compressed: .json.gz), and re-renders the lesson pages' recorded
 # tables (scripts/lesson-tables.py). Traces are large and every copy stays in the
 # repository's history, so import them only when their kernels changed.
@@ -23,7 +23,11 @@ gpu=$(sed -n '/"gpu": {/,/}/p' "$first" | grep -m1 '"name"' | sed 's/.*"name": "
 mkdir -p "$root/assets/results/$gpu"
 cp "$tmp"/gpu-check/results/*.json "$root/assets/results/$gpu/"
 # Paths in the summary are the check machine's: keep them relative to its output folder.
-sed 's|[^ ]*/gpu-check/|gpu-check/|g' "$summary" > "$root/assets/results/$gpu/gpu-check-summary.txt"
+# The log keeps every earlier check, newest first.
+log="$root/assets/results/$gpu/gpu-check-summary.txt"
+sed 's|[^ ]*/gpu-check/|gpu-check/|g' "$summary" > "$tmp/summary.txt"
+if [ -f "$log" ]; then { cat "$tmp/summary.txt"; echo; cat "$log"; } > "$tmp/log.txt"; else cp "$tmp/summary.txt" "$tmp/log.txt"; fi
+mv "$tmp/log.txt" "$log"
 if [ $traces = 1 ]; then
   mkdir -p "$root/assets/traces/$gpu"
   shopt -s nullglob
