@@ -38,7 +38,7 @@
 //                         product with 16 slices per SM or more runs on lesson
 //                         04's warp-specialised Stream-K kernel instead: A by
 //                         TMA, B gathered by its producer with cp.async, and
-//                         from M = 256 a 256 x 128 tile, which gathers half as
+//                         from M = 129 a 256 x 128 tile, which gathers half as
 //                         many bytes per multiply-add as 128 x 256 (the
 //                         gathering sets its rate; gather_streamk.cuh)
 // SwiGLU's gate and up are one pass in every kernel: a neuron's gate and up

@@ -127,7 +127,7 @@ stage_sanitize() {
                                          "1 4096 4096" "16 8192 2048")
     # Lesson 08 (sizes from --model: the entries are its arguments): tails of every tile height, SwiGLU,
     # split-K's last-block counters (M = 3 at s = 0.9), nothing active, and both products on the
-    # warp-specialised Stream-K kernel (M = 256, groups of two blocks, tiles shared along k).
+    # warp-specialised Stream-K kernel (M = 256: one band of its 256 x 128 tile, tiles shared along k).
     [ "$l" = lesson08_sparse_ffn ] && shapes=("--model gpt2 --m 17 --sparsity 0.75" "--model gpt2 --m 130 --sparsity 0.5"
                                               "--model llama2-7b-swiglu --m 3 --sparsity 0.9"
                                               "--model gpt2 --m 5 --sparsity 1"

@@ -599,6 +599,8 @@ const FfnCase kFfnCases[] = {
     {"llama2-7b-swiglu", 3, "0.75", ""}, {"llama2-7b-swiglu", 512, "0.5", ""}, {"llama2-7b", 64, "0.9", ""}, {"llama2-7b", 300, "0.5", ""}, {"llama2-7b", 200, "0.5", ""},
     // A partial band of the 256 x 128 tile: 144 rows, so two whole boxes of A, a partial one and a skipped one.
     {"llama2-7b-swiglu", 400, "0.75", ""},
+    // The wide 128 x 256 tile (M <= 128, a product big enough for Stream-K only near s = 0).
+    {"llama2-7b", 100, "0", ""},
     {"gpt2", 17, "0", "3071 5 2048 17 1 0 999 64 63 65 3000 1500 128 127 2\n700,701,702"},
 };
 INSTANTIATE_TEST_SUITE_P(Lesson08, SparseFfn, ::testing::ValuesIn(kFfnCases),

@@ -17,12 +17,13 @@
 //     (cp.async.mbarrier.arrive.noinc): "full" expects the 128 arrivals and
 //     the TMA thread's expected bytes;
 //   - the gathering is what limits this kernel (a list of consecutive
-//     neurons ran no faster than a random one), so where M fills it the tile
-//     is 256 x 128 (each consumer two m64n128k16 per k16 step) instead of
-//     lesson 04's 128 x 256: the same work and bytes per slice, half of them
-//     gathered. At M = 512 on an H100, in one run, that took the FFN from
-//     1.13x to 1.28x the dense one at s = 0.5 and from 1.63x to 1.97x at
-//     s = 0.75 (docs/notes/08_sparse_ffn.md);
+//     neurons ran no faster than a random one), so from M = 129 (where
+//     lesson 04's 128 x 256 would take two bands of tiles) the tile is
+//     256 x 128 (each consumer two m64n128k16 per k16 step): the same work
+//     and bytes per slice, half of them gathered. At M = 512 on an H100, in
+//     one run, that took the FFN from 1.13x to 1.28x the dense one at s = 0.5
+//     and from 1.63x to 1.97x at s = 0.75; at M = 129 to 255 it is 7-12%
+//     faster than two bands of 128 x 256 (docs/notes/08_sparse_ffn.md);
 //   - lesson 04's Stream-K schedule (schedule/stream_k.hpp), over columns of
 //     tiles: the blocks form groups of R, one per tile row (R = the tile rows,
 //     at most 16), and a group walks its share of the columns' k slices in
@@ -58,7 +59,7 @@ namespace wb::sparse {
 // The two tiles, both 128 x 256 x 64 of work per slice and 48 KiB per stage.
 // Only B is gathered (by cp.async, whose rate limits this kernel); A comes by
 // TMA. So the tall tile, with half as many of B's lines per slice, gathers
-// half the bytes per multiply-add: it is the kernel's tile wherever M fills it.
+// half the bytes per multiply-add: it is the kernel's tile from M = 129.
 struct WideTile {  // 128 x 256: each consumer warpgroup 64 rows, one m64n256k16 per k16 step
   static constexpr int BM = 128, BN = 256;
 };
@@ -303,8 +304,10 @@ const void* streamk_kernel_for(bool partial_band) {
   return partial_band ? streamk_kernel_ready<G, E, T, true>() : streamk_kernel_ready<G, E, T, false>();
 }
 
-// The tall tile where M fills it (at least 256 rows), else the wide one.
-inline bool streamk_tall(int m) { return m >= TallTile::BM; }
+// The tall tile from M = 129: where the wide tile would need two bands, one
+// band of the tall tile (a partial one costs little since its boxes past M are
+// not loaded) gathers 16 KiB a slice instead of 32. The wide tile up to 128.
+inline bool streamk_tall(int m) { return m > WideTile::BM; }
 
 // The Stream-K schedule of a product. Groups of R blocks, R the largest
 // divisor of the tile rows up to 16 (all of them at M <= 2048); as many groups
