@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Files a GPU check's archive into assets/: results to assets/results/<gpu>/,
-# the summary at the top of the summary log beside them (earlier checks' below), and, when asked, the traces to assets/traces/<gpu>/
-# (gzip-compressed: .json.gz), and re-renders the lesson pages' recorded
-# tables (scripts/lesson-tables.py). Traces are large and every copy stays in the
+# the summary at the top of the summary log beside them (earlier checks below
+# it), and, when asked, the traces to assets/traces/<gpu>/ (gzip-compressed:
+# .json.gz), and re-renders the lesson pages' recorded tables
+# (scripts/lesson-tables.py). Traces are large and every copy stays in the
 # repository's history, so import them only when their kernels changed.
 #
 #   scripts/import-gpu-check.sh [--traces] gpu-check.tar.gz summary.txt
