@@ -13,6 +13,9 @@ traces=0
 if [ "${1:-}" = "--traces" ]; then traces=1; shift; fi
 [ $# -eq 2 ] || { echo "usage: $0 [--traces] gpu-check.tar.gz summary.txt" >&2; exit 2; }
 archive=$1 summary=$2
+# Both inputs checked before anything is filed, so a bad call changes nothing.
+[ -f "$archive" ] || { echo "import: no archive at $archive" >&2; exit 2; }
+[ -f "$summary" ] || { echo "import: no summary at $summary" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 tar xzf "$archive" -C "$tmp"
