@@ -227,7 +227,6 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
     for (WorkUnit u; walk.next(&u);) {
       const uint64_t t0 = p.trace ? global_timer_ns() : 0;
       const TileCoord tile = tile_at(u.tile);
-      int previous_slot = -1;
       for (int kt = u.k_begin; kt < u.k_end; ++kt) {
         mbarrier_wait(&s.full[slot], phase);
         fence_proxy_async_shared();  // the producer's copies, seen by the tensor cores' reads
@@ -249,15 +248,15 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
             wgmma_k_stage<T::BN, Smem>(acc[h], a_base + h * 64 * kSwizzleBytes, b_base, kt > u.k_begin);
         }
         wgmma_commit();
-        wgmma_wait<1>();  // the group of slice kt - 1 has finished reading its slot
+        // Wait for this slice's own wgmmas and give its stage back at once: the
+        // producer, whose gathers are what the consumers wait for, gets 3 of the
+        // 4 stages in flight instead of 2. The tensor pipe drains each slice;
+        // on an H100 that cost less than the earlier refill gained (notes).
+        wgmma_wait<0>();
         fence_accumulators(flat);
-        if (previous_slot >= 0 && threadIdx.x % 32 == 0) mbarrier_arrive(&s.empty[previous_slot]);
-        previous_slot = slot;
+        if (threadIdx.x % 32 == 0) mbarrier_arrive(&s.empty[slot]);
         if (++slot == kWsStages) { slot = 0; phase ^= 1; }
       }
-      wgmma_wait<0>();
-      fence_accumulators(flat);
-      if (threadIdx.x % 32 == 0) mbarrier_arrive(&s.empty[previous_slot]);  // the producer may go on
 
       if (!owns_tile(u)) {
         streamk_hand_over(flat, partial_of(group), flag_of(group), thread, barrier_id);
