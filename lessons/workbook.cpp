@@ -142,6 +142,11 @@ void print_compare(const Compare& c) {
       std::printf("%s: its own N and K (M=%lld N=%lld K=%lld), against its own reference, not the cuBLAS line above\n",
                   r.header.lesson.c_str(), static_cast<long long>(r.header.m), static_cast<long long>(r.header.n),
                   static_cast<long long>(r.header.k));
+  for (const Results& r : c.runs)
+    for (const VariantResult& v : r.variants)
+      if (v.bound && !v.skipped)
+        std::printf("%s: %s is a bound, not a variant (%.2fx its reference), left out of the ranking\n",
+                    r.header.lesson.c_str(), v.name.c_str(), v.vs_cublas);
 }
 
 // Where no lesson can run: the compare recorded at this shape on a real GPU, or
@@ -245,7 +250,7 @@ int cmd_compare(int argc, char** argv) {
     try {
       Results r = read_results(json.string());
       for (const VariantResult& v : r.variants)
-        if (!v.skipped && !v.reference) rows.push_back(Ranked{l->id, v});
+        if (!v.skipped && !v.reference && !v.bound) rows.push_back(Ranked{l->id, v});
       runs.push_back(std::move(r));
       if (!l->takes_n_k) own_sizes.push_back(l->id);
     } catch (const RecordError& e) {

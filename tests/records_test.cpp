@@ -130,6 +130,11 @@ TEST(Records, ResultsRoundTrip) {
   EXPECT_EQ(back.variants[0].outputs[1].mismatches, 3);
   EXPECT_FALSE(back.variants[0].outputs[1].passed);
   EXPECT_EQ(results_to_json(back), results_to_json(r));
+  EXPECT_FALSE(back.variants[0].bound);  // written only where true: older files read as variants
+  EXPECT_EQ(results_to_json(r).find("\"bound\""), std::string::npos);
+  Results b = r;
+  b.variants[0].bound = true;
+  EXPECT_TRUE(results_from_json(results_to_json(b)).variants[0].bound);
 }
 
 // A variant whose output held NaN has an infinite error: written as null, read back as infinity.

@@ -97,6 +97,32 @@ TEST(ReadFloorLine, SaysWhatTheMemoryAllows) {
   EXPECT_EQ(read_floor_line(r), "");
 }
 
+// A bound (lesson 08's cuBLAS on compacted weights) is timed and checked like a
+// variant, but it is not a way to solve the problem: never "the fastest".
+TEST(Bounds, AreMarkedAndNeverTheFastest) {
+  Results r;
+  r.read_floor_ms = 0.0120;
+  r.read_floor_bytes = 33554432.0;
+  r.copy_gbps = 3000;
+  VariantResult ref = row("cublas", 1.0, false, true), fast = row("split_k", 1.5), bound = row("compact", 2.0);
+  ref.median_ms = 0.0300;
+  fast.median_ms = 0.0200;
+  fast.passed = true;
+  fast.gbps = 1500;
+  bound.median_ms = 0.0150;
+  bound.passed = true;
+  bound.gbps = 2000;
+  bound.bound = true;
+  r.variants = {fast, bound, ref};
+  EXPECT_NE(read_floor_line(r).find("the fastest here, split_k,"), std::string::npos) << read_floor_line(r);
+  EXPECT_NE(copy_bandwidth_lines(r).find("fastest here: split_k, 1.50x"), std::string::npos) << copy_bandwidth_lines(r);
+  const std::string table = format_report(r);
+  EXPECT_NE(table.find("pass (a bound)"), std::string::npos) << table;
+  bound.passed = false;  // a bound that fails its check still fails
+  r.variants = {fast, bound, ref};
+  EXPECT_NE(format_report(r).find("FAIL"), std::string::npos);
+}
+
 // A recording made before a parameter existed ran at its default: it stands
 // for a run at the default, and not for one at another value.
 TEST(RecordedResults, ARecordingWithoutAParameterIsItsDefault) {

@@ -222,6 +222,7 @@ std::string results_to_json(const Results& r) {
   json vs = json::array();
   for (const VariantResult& v : r.variants) {
     json e{{"name", v.name}, {"what", v.what}, {"reference", v.reference}, {"skipped", v.skipped}};
+    if (v.bound) e["bound"] = true;  // absent: a variant (files written before bounds existed)
     if (v.skipped) {
       e["skip_reason"] = v.skip_reason;
     } else {
@@ -299,6 +300,7 @@ Results results_from_value(const json& j) {
     if (v.name.empty()) throw RecordError(w + ".name: empty");
     v.what = get_string(e, "what", w);
     v.reference = get_bool(e, "reference", w);
+    if (e.contains("bound")) v.bound = get_bool(e, "bound", w);
     v.skipped = get_bool(e, "skipped", w);
     if (v.skipped) {
       v.skip_reason = get_string(e, "skip_reason", w);

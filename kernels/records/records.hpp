@@ -80,6 +80,7 @@ struct VariantResult {
   std::string name;
   std::string what;             // one line: what the variant does
   bool reference = false;       // the cuBLAS row
+  bool bound = false;           // a bound to compare with, not a way to solve the problem (never "the fastest")
   bool skipped = false;
   std::string skip_reason;
   double median_ms = 0, min_ms = 0, max_ms = 0;

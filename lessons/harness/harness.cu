@@ -629,6 +629,7 @@ int LessonRun::run() {
     results[i].name = selected_[i].variant->name;
     results[i].what = selected_[i].variant->what;
     results[i].bytes_what = selected_[i].variant->bytes_what;
+    results[i].bound = selected_[i].variant->bound;
     if (!selected_[i].skip_reason.empty()) {
       results[i].skipped = true;
       results[i].skip_reason = selected_[i].skip_reason;

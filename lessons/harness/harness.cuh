@@ -64,6 +64,11 @@ struct Variant {
   std::string name;   // command-line name: lower case, digits, '_'
   std::string what;   // one line for the report
   int min_cc = 75;    // oldest compute capability, x10 (80 for cp.async, 90 for wgmma/TMA)
+  // A bound, not a way to solve the problem as posed (lesson 08: cuBLAS on
+  // weights compacted before timing, the router's gather left out): timed and
+  // checked like a variant, marked as a bound in the report and the results,
+  // and never counted as the fastest.
+  bool bound = false;
   Activation activation = Activation::none;  // fused into the epilogue; the check applies it to the reference
   // Tile sizes, grid, occupancy and work units (trace records) for this size;
   // empty for a library call (nothing to trace).

@@ -82,8 +82,8 @@ void ResultsPanel::draw_bars(const std::vector<const LoadedResults*>& files) {
         dl->AddRectFilled(ImVec2(p.x + name_w, p.y + 1), ImVec2(p.x + name_w + len, p.y + bar_h - 1), to_imu32(c));
         char label[96];
         if (v.reference) std::snprintf(label, sizeof label, "%.1f TFLOP/s (cuBLAS)", v.tflops);
-        else std::snprintf(label, sizeof label, "%.1f TFLOP/s, %.0f %% of cuBLAS%s", v.tflops, 100.0 * v.vs_cublas,
-                           v.checked && !v.passed ? ", FAILED check" : "");
+        else std::snprintf(label, sizeof label, "%.1f TFLOP/s, %.0f %% of cuBLAS%s%s", v.tflops, 100.0 * v.vs_cublas,
+                           v.bound ? " (a bound, not a variant)" : "", v.checked && !v.passed ? ", FAILED check" : "");
         const ImVec2 ts = ImGui::CalcTextSize(label);
         const bool inside = ts.x + 8 < len;
         dl->AddText(ImVec2(inside ? p.x + name_w + 4 : p.x + name_w + len + 4, p.y + 2),
