@@ -48,6 +48,12 @@
 //                         can hope for where the FFN is bound by its flops
 //                         (M = 512), as the floor line is where it is bound by
 //                         its bytes (M = 16)
+//   step 6  compacted     what a framework does: index_select the active
+//                         neurons' weights into compact matrices (one copy
+//                         kernel), then the dense cuBLAS FFN over them; the
+//                         copy moves every active weight twice more, so it
+//                         loses where the bytes take the time (M = 16) and
+//                         can win where the products do (M = 512, high s)
 // SwiGLU's gate and up are one pass in every kernel: a neuron's gate and up
 // columns sit side by side in the tile, so one thread holds both. In steps
 // 3-5 (M <= 64) the down product is the up product's programmatic dependent
@@ -367,6 +373,42 @@ Variant masked_dense() {
   return v;
 }
 
+// Step 6: what a framework does with index_select and two GEMMs. One kernel
+// copies the active neurons' weights into compact matrices (neuron-major W1's
+// rows, W2's rows: runs of d_model values), then the dense cuBLAS FFN runs over
+// them. The copy reads and writes every active weight once more than the
+// products do: it pays where the products, not the bytes, take the time.
+Variant compacted() {
+  Variant v = sparse_variant("compacted", "copy the active neurons' weights into compact matrices, then the dense "
+                                          "cuBLAS FFN over them (index_select and two GEMMs)");
+  v.workspace_bytes = [](const ProblemSize& s) {
+    const size_t ld = size_t(compact8(active_of(s))), per = size_t(per_of(s)), dm = size_t(model_of(s).d_model);
+    return (ld * (per + 1) * dm + size_t(s.m) * ld * (per + 1)) * sizeof(__half);
+  };
+  v.launch = [](const Buffers& b, cudaStream_t st) {
+    const Ffn f = ffn_of(b);
+    if (f.count == 0) {  // nothing active: Y is zero, no weight is read
+      CUDA_CHECK(cudaMemsetAsync(f.y, 0, size_t(f.m) * size_t(f.d_model) * sizeof(__half), st));
+      return;
+    }
+    const int ld = compact8(f.count);
+    auto* w1c = static_cast<__half*>(b.workspace);  // per * ld rows of d_model: gate rows, then up rows
+    __half* w2c = w1c + size_t(f.per) * ld * f.d_model;  // ld rows of d_model
+    __half* full = w2c + size_t(ld) * f.d_model;         // M x per * ld
+    __half* act = full + size_t(f.m) * f.per * ld;        // M x ld
+    launch_compact_neurons(f.w1n, f.w2, f.idx, w1c, w2c, f.count, ld, f.per, f.d_model, st);
+    // full = X w1cᵀ (row-major; for column-major cuBLAS: fullᵀ = w1c Xᵀ, w1c read transposed)
+    const float one = 1.0f, zero = 0.0f;
+    const cublasStatus_t e = cublasGemmEx(b.cublas, CUBLAS_OP_T, CUBLAS_OP_N, f.per * ld, f.m, f.d_model, &one, w1c,
+                                          CUDA_R_16F, f.d_model, f.x, CUDA_R_16F, f.d_model, &zero, full, CUDA_R_16F,
+                                          f.per * ld, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (e != CUBLAS_STATUS_SUCCESS) throw CudaError("cuBLAS error " + std::to_string(int(e)) + " in cublasGemmEx");
+    launch_dense_activation(full, nullptr, act, f.m, ld, f.act, f.swiglu, st);
+    cublas_gemm_rowmajor(b.cublas, act, w2c, f.y, f.m, f.d_model, ld);
+  };
+  return v;
+}
+
 // A bound, not a step: the dense cuBLAS FFN on the active neurons' weights,
 // copied into compact matrices before timing. A router picks I per batch, so a
 // real model would pay that copy every time; left out, it shows what cuBLAS's
@@ -626,6 +668,7 @@ std::vector<Variant> variants() {
       two_pass<Gather::neuron_rows>("split_k", "neuron_major with split-K where a product has too few tiles "
                                                "(in order: the same bits every run)",
                                     true),
+      compacted(),
       compact_cublas(),
   };
 }

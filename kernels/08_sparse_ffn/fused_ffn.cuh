@@ -9,7 +9,8 @@
 // the variant's time (its `prepare`).
 //
 // Also here: the dense passes of the cuBLAS paths (the activation between the
-// two cublasGemmEx, with or without the router's mask).
+// two cublasGemmEx, with or without the router's mask), and step 6's copy of
+// the active neurons' weights into compact matrices.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -224,6 +225,40 @@ inline void launch_dense_activation(const __half* full, const __half* mask, __ha
   const int64_t pairs = int64_t(m) * d_ff / 2;
   dense_activation_kernel<<<unsigned(std::min<int64_t>(std::max<int64_t>(ceil_div(pairs, int64_t(256)), 1), 4096)), 256,
                             0, stream>>>(full, mask, out, m, d_ff, act, swiglu);
+  CUDA_CHECK_LAUNCH();
+}
+
+// Step 6's copy: the active neurons' weights into compact matrices, one block
+// a row. Out of neuron-major W1 (a neuron's gate row, then its up row, d_model
+// each) into w1c, `ld` rows for each of the `per` kinds (SwiGLU: every gate
+// row, then every up row, so the up product's output has the gate columns,
+// then the up columns, as the activation pass wants them); out of W2 into w2c.
+// Rows from `count` to `ld` (padding, at most 7) are written as zeros, so the
+// padded columns of the products are 0.
+__global__ void __launch_bounds__(256) compact_neurons_kernel(const __half* __restrict__ w1n,
+                                                               const __half* __restrict__ w2,
+                                                               const int32_t* __restrict__ idx, __half* __restrict__ w1c,
+                                                               __half* __restrict__ w2c, int count, int ld, int per,
+                                                               int d_model) {
+  const int row = blockIdx.x;  // [0, per * ld): a row of w1c; [per * ld, (per + 1) * ld): a row of w2c
+  const int which = row / ld, p = row % ld;
+  const bool w2_row = which == per;
+  __half* dst = w2_row ? w2c + size_t(p) * d_model : w1c + size_t(row) * d_model;
+  const int words = d_model / 8;  // 16-byte words (d_model is a multiple of 8)
+  uint4* out = reinterpret_cast<uint4*>(dst);
+  if (p >= count) {
+    for (int i = threadIdx.x; i < words; i += blockDim.x) out[i] = make_uint4(0, 0, 0, 0);
+    return;
+  }
+  const int64_t neuron = idx[p];
+  const __half* src = w2_row ? w2 + neuron * d_model : w1n + (neuron * per + which) * d_model;
+  const uint4* in = reinterpret_cast<const uint4*>(src);
+  for (int i = threadIdx.x; i < words; i += blockDim.x) out[i] = __ldcs(in + i);
+}
+
+inline void launch_compact_neurons(const __half* w1n, const __half* w2, const int32_t* idx, __half* w1c, __half* w2c,
+                                   int count, int ld, int per, int d_model, cudaStream_t stream) {
+  compact_neurons_kernel<<<unsigned(ld * (per + 1)), 256, 0, stream>>>(w1n, w2, idx, w1c, w2c, count, ld, per, d_model);
   CUDA_CHECK_LAUNCH();
 }
 
