@@ -225,12 +225,15 @@ stage_lessons() {
           --trace "$work/traces/lesson07_w4a16.$v.json.gz" || rc=1
     done
   fi
-  # Lesson 08 at its default (Llama-2-7B, M = 16, s = 0.75): the neurons each unit gathered.
+  # Lesson 08 at its default (Llama-2-7B, M = 16, s = 0.75): the neurons each unit gathered;
+  # and split_k at M = 512, s = 0.5: the Stream-K kernel's blocks sharing the gathered tiles.
   if have lesson08_sparse_ffn; then
     for v in fused gathered neuron_major split_k; do
       "$bin/lesson08_sparse_ffn" --variant $v --reps 9 --rounds 3 \
           --trace "$work/traces/lesson08_sparse_ffn.$v.json.gz" || rc=1
     done
+    "$bin/lesson08_sparse_ffn" --variant split_k --m 512 --sparsity 0.5 --reps 9 --rounds 3 \
+        --trace "$work/traces/lesson08_sparse_ffn.split_k.m512-s0.5.json.gz" || rc=1
   fi
   # Step 5 against Stream-K and step 9 where the last wave is 18% full: the idle SMs, the shared
   # run, and 96 blocks of 3 tiles.
