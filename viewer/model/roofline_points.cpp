@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "models/roofline.hpp"
 
@@ -36,6 +37,7 @@ RooflineData roofline_points(const std::vector<const Results*>& files) {
       p.intensity = arithmetic_intensity(v.flops, bytes);
       p.tflops = v.tflops;
       p.reference = v.reference;
+      p.bound = v.bound;
       p.failed = v.checked && !v.passed && !v.reference;
       p.by_own_bytes = by_own;
       if (!v.bytes_what.empty() || (v.bytes > 0 && std::abs(v.bytes - bytes) > 0.5)) {
@@ -47,6 +49,20 @@ RooflineData roofline_points(const std::vector<const Results*>& files) {
     }
   }
   return d;
+}
+
+std::string point_label(const RooflinePoint& p) {
+  return p.reference ? "cuBLAS" : p.bound ? p.variant + " (a bound)" : p.variant;
+}
+
+std::string bar_label(const VariantResult& v) {
+  char label[128];
+  if (v.reference)
+    std::snprintf(label, sizeof label, "%.1f TFLOP/s (cuBLAS)", v.tflops);
+  else
+    std::snprintf(label, sizeof label, "%.1f TFLOP/s, %.0f %% of cuBLAS%s%s", v.tflops, 100.0 * v.vs_cublas,
+                  v.bound ? " (a bound)" : "", v.checked && !v.passed ? ", FAILED check" : "");
+  return label;
 }
 
 RooflineRange roofline_range(const RooflineData& data, double peak_tflops, double dram_gbps) {

@@ -26,6 +26,7 @@ struct RooflinePoint {
   bool by_own_bytes = false;  // placed by its own, smaller byte count
   double tflops = 0;
   bool reference = false;   // the reference (cuBLAS) row
+  bool bound = false;       // a bound, not a variant (lesson 08's cuBLAS on compacted weights)
   bool failed = false;      // checked and wrong
   double own_bytes = 0;     // the bytes the variant reports, when they count something else
   std::string own_bytes_what;
@@ -38,6 +39,11 @@ struct RooflineData {
 };
 
 RooflineData roofline_points(const std::vector<const Results*>& files);
+
+// How the results panel names a row: a point's label ("cuBLAS" for the
+// reference, "NAME (a bound)" for a bound) and a bar's text.
+std::string point_label(const RooflinePoint& p);
+std::string bar_label(const VariantResult& v);
 
 // Decades shown: [x_lo, x_hi] in log10 flop/byte and [y_lo, y_hi] in log10
 // TFLOP/s, holding every point, the ridge and the peak.

@@ -206,6 +206,31 @@ TEST(ViewerRoofline, AVariantThatReadsFewerBytesIsPlacedByThem) {
   EXPECT_GT(8.4, roofline_tflops(989, 3352, arithmetic_intensity(2.0 * n * n, fp16))) << "by the fp16 bytes it would";
 }
 
+// Lesson 08's bound (cuBLAS on weights compacted before timing) is drawn like a
+// variant but named as a bound wherever the panel names it.
+TEST(ViewerRoofline, ABoundIsNamedAsOne) {
+  const double problem = 3.0 * 4096 * 4096 * 2;
+  VariantResult ref = row("cublas", 700, problem, true), ours = row("split_k", 600, problem, false),
+                bound = row("compact_cublas", 800, problem, false);
+  ref.vs_cublas = 1.0;
+  ours.vs_cublas = 0.857;
+  bound.vs_cublas = 1.143;
+  bound.bound = true;
+  const Results r = results_with({ref, ours, bound});
+  const RooflineData d = roofline_points({&r});
+  ASSERT_EQ(d.points.size(), 3u);
+  EXPECT_EQ(point_label(d.points[0]), "cuBLAS");
+  EXPECT_EQ(point_label(d.points[1]), "split_k");
+  EXPECT_TRUE(d.points[2].bound);
+  EXPECT_EQ(point_label(d.points[2]), "compact_cublas (a bound)");
+  EXPECT_EQ(bar_label(ref), "700.0 TFLOP/s (cuBLAS)");
+  EXPECT_EQ(bar_label(ours), "600.0 TFLOP/s, 86 % of cuBLAS");
+  EXPECT_EQ(bar_label(bound), "800.0 TFLOP/s, 114 % of cuBLAS (a bound)");
+  bound.passed = false;
+  bound.checked = true;
+  EXPECT_EQ(bar_label(bound), "800.0 TFLOP/s, 114 % of cuBLAS (a bound), FAILED check");
+}
+
 TEST(ViewerRoofline, RangeHoldsEveryPointTheRidgeAndThePeak) {
   const double problem = 3.0 * 4096 * 4096 * 2;
   const Results r = results_with({row("cublas", 750, problem, true), row("slow", 0.04, problem, false)});

@@ -80,14 +80,11 @@ void ResultsPanel::draw_bars(const std::vector<const LoadedResults*>& files) {
         const float len = std::max(2.0f, w * float(v.tflops / max_tflops));
         const Rgb c = v.reference ? kCublasRgb : (v.checked && !v.passed ? kFailedRgb : kOursRgb);
         dl->AddRectFilled(ImVec2(p.x + name_w, p.y + 1), ImVec2(p.x + name_w + len, p.y + bar_h - 1), to_imu32(c));
-        char label[96];
-        if (v.reference) std::snprintf(label, sizeof label, "%.1f TFLOP/s (cuBLAS)", v.tflops);
-        else std::snprintf(label, sizeof label, "%.1f TFLOP/s, %.0f %% of cuBLAS%s%s", v.tflops, 100.0 * v.vs_cublas,
-                           v.bound ? " (a bound, not a variant)" : "", v.checked && !v.passed ? ", FAILED check" : "");
-        const ImVec2 ts = ImGui::CalcTextSize(label);
+        const std::string label = bar_label(v);
+        const ImVec2 ts = ImGui::CalcTextSize(label.c_str());
         const bool inside = ts.x + 8 < len;
         dl->AddText(ImVec2(inside ? p.x + name_w + 4 : p.x + name_w + len + 4, p.y + 2),
-                    inside ? IM_COL32(0, 0, 0, 255) : IM_COL32(230, 230, 230, 255), label);
+                    inside ? IM_COL32(0, 0, 0, 255) : IM_COL32(230, 230, 230, 255), label.c_str());
       }
       ImGui::Dummy(ImVec2(w + name_w, bar_h));
       if (ImGui::IsItemHovered() && !v.what.empty()) ImGui::SetTooltip("%s", v.what.c_str());
@@ -199,6 +196,7 @@ void ResultsPanel::draw_roofline(const std::vector<const LoadedResults*>& files)
     for (size_t i = 0; i < data.points.size(); ++i) {
       const RooflinePoint& p = data.points[i];
       if (p.reference) first[i] = 1;
+      else if (p.bound) continue;  // never labelled as its file's fastest
       else if (best[size_t(p.file)] < 0 || data.points[size_t(best[size_t(p.file)])].tflops < p.tflops) best[size_t(p.file)] = int(i);
     }
     for (int i : best)
@@ -224,7 +222,7 @@ void ResultsPanel::draw_roofline(const std::vector<const LoadedResults*>& files)
   const size_t first_point = requests.size();
   for (size_t i : order) {
     const RooflinePoint& p = data.points[i];
-    texts.push_back(p.reference ? "cuBLAS" : p.variant);
+    texts.push_back(point_label(p));
     const ImVec2 size = ImGui::CalcTextSize(texts.back().c_str());
     requests.push_back(LabelRequest{px(p.intensity), py(p.tflops), size.x, size.y});
   }
@@ -252,7 +250,7 @@ void ResultsPanel::draw_roofline(const std::vector<const LoadedResults*>& files)
     if (mouse_in && std::abs(mouse.x - pt.x) < 6 && std::abs(mouse.y - pt.y) < 6) {
       char line[320];
       std::snprintf(line, sizeof line, "%s %s (%lldx%lldx%lld): %.1f TFLOP/s at %.0f flop per %s byte\n",
-                    p.lesson.c_str(), p.reference ? "cuBLAS" : p.variant.c_str(), static_cast<long long>(p.m),
+                    p.lesson.c_str(), point_label(p).c_str(), static_cast<long long>(p.m),
                     static_cast<long long>(p.n), static_cast<long long>(p.k), p.tflops, p.intensity,
                     p.by_own_bytes ? "of its own" : "problem");
       hovered += line;
