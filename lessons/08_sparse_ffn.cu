@@ -28,32 +28,19 @@
 //                         relayout done once per model): each neuron's weights
 //                         one 8 KiB run instead of a column of 2-byte pieces
 //           fused_neuron_major  step 2 on the same layout
-//   step 5  split_k       step 4, with lesson 06's split-K on a product whose
-//                         tiles are too few to fill the GPU (the last split of
-//                         a tile adds the others in order: the same bits every
-//                         run); at M <= 16 the up product's units take every
-//                         S-th slice, so that the units running together read
-//                         neighbouring pieces of the same neurons' rows, and
-//                         at least 6 slices each; above M = 64 on Hopper, a
-//                         product with 16 slices per SM or more runs on lesson
-//                         04's warp-specialised Stream-K kernel instead: A by
-//                         TMA, B gathered by its producer with cp.async, and
-//                         from M = 129 a 256 x 128 tile, which gathers half as
-//                         many bytes per multiply-add as 128 x 256 (the
-//                         gathering sets its rate; gather_streamk.cuh)
-//   a bound  compact_cublas  the dense cuBLAS FFN on W1[:, I] and W2[I, :]
-//                         copied into compact matrices before timing: not a way
-//                         to run a router's FFN (I changes every batch, and the
-//                         copy is left out), but the most a gathering kernel
-//                         can hope for where the FFN is bound by its flops
-//                         (M = 512), as the floor line is where it is bound by
-//                         its bytes (M = 16)
+//   step 5  split_k       step 4, with lesson 06's split-K where a product's
+//                         tiles are too few to fill the GPU (the last split
+//                         adds the others in order: the same bits every run);
+//                         above M = 64 on Hopper a large product runs on lesson
+//                         04's warp-specialised Stream-K kernel, A by TMA and B
+//                         gathered by its producer with cp.async
+//                         (gather_streamk.cuh)
 //   step 6  compacted     what a framework does: index_select the active
-//                         neurons' weights into compact matrices (one copy
-//                         kernel), then the dense cuBLAS FFN over them; the
-//                         copy moves every active weight twice more, so it
-//                         loses where the bytes take the time (M = 16) and
-//                         can win where the products do (M = 512, high s)
+//                         weights into compact matrices, then the dense cuBLAS
+//                         FFN; the copy moves every active weight twice more
+//   bound   compact_cublas  step 6 without its copy (the weights compacted
+//                         before timing): not a way to run a router's FFN, but
+//                         what cuBLAS makes of the smaller products
 // SwiGLU's gate and up are one pass in every kernel: a neuron's gate and up
 // columns sit side by side in the tile, so one thread holds both. In steps
 // 3-5 (M <= 64) the down product is the up product's programmatic dependent
@@ -64,8 +51,9 @@
 // their bytes; a wide one (M = 512) by its flops. Both fall by 1 - s, if the
 // gathers cost nothing. A column of row-major W1 costs a 32-byte sector per
 // 2-byte value, so step 3 reads nearly all of W1 until s is high; a W2 row
-// and a neuron-major W1 row are runs, read at about 90% of a contiguous
-// read's rate (on an H100: docs/notes/08_sparse_ffn.md).
+// and a neuron-major W1 row are runs, read nearly at a contiguous read's
+// rate. Copying them first (step 6) costs their bytes twice: it pays only
+// where the products, not the bytes, take the time.
 // What to look for: each variant's ratio to the dense FFN beside the ideal
 // 1/(1 - s) (the lines under the report), its % of the copy bandwidth
 // counting the active weights only, and the floor line: how long a kernel
@@ -213,17 +201,20 @@ void fill_ffn(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t seed) 
   for (int64_t i = 0; i < dff; ++i) mask[i] = float_to_half(0.0f);
   for (const int32_t i : idx) mask[i] = float_to_half(1.0f);
 
-  // The bound's compact weights: the active neurons' columns of W1 (SwiGLU: their
-  // gate columns, then their up columns) and rows of W2, zeros past the list.
+  // The bound's compact weights, laid out as step 6's copy kernel lays them out
+  // (compact_neurons_kernel): the active neurons' rows of neuron-major W1 (SwiGLU:
+  // every gate row, then every up row) and of W2, zero rows past the list.
   const int64_t count = int64_t(idx.size()), ld = compact8(int(count));
   auto* w1c = reinterpret_cast<uint16_t*>(in[kW1c].data.data());
   auto* w2c = reinterpret_cast<uint16_t*>(in[kW2c].data.data());
   std::fill(w1c, w1c + in[kW1c].data.size() / 2, uint16_t(0));
   std::fill(w2c, w2c + in[kW2c].data.size() / 2, uint16_t(0));
-  for (int64_t k = 0; k < dm; ++k)
+  for (int64_t p = 0; p < count; ++p) {
+    const int64_t neuron = idx[size_t(p)];
     for (int64_t which = 0; which < per; ++which)
-      for (int64_t p = 0; p < count; ++p) w1c[k * per * ld + which * ld + p] = w1[k * cols + which * dff + idx[size_t(p)]];
-  for (int64_t p = 0; p < count; ++p) std::memcpy(w2c + p * dm, w2 + int64_t(idx[size_t(p)]) * dm, size_t(dm) * 2);
+      std::memcpy(w1c + (which * ld + p) * dm, w1n + (neuron * per + which) * dm, size_t(dm) * 2);
+    std::memcpy(w2c + p * dm, w2 + neuron * dm, size_t(dm) * 2);
+  }
 }
 
 // fp64 rows of Y: only the active neurons, straight from the definition.
@@ -333,7 +324,7 @@ Problem ffn_problem() {
         {"I", 1, std::max(1, active_of(s)), DType::i32, Layout::row_major, true},
         {"mask", 1, md.d_ff, DType::f16, Layout::row_major, true},
         {"W1_neuron_major", per * md.d_ff, md.d_model, DType::f16, Layout::row_major, true},
-        {"W1_compact", md.d_model, per * std::max(8, compact8(active_of(s))), DType::f16, Layout::row_major, true},
+        {"W1_compact", per * std::max(8, compact8(active_of(s))), md.d_model, DType::f16, Layout::row_major, true},
         {"W2_compact", std::max(8, compact8(active_of(s))), md.d_model, DType::f16, Layout::row_major, true},
     };
   };
@@ -373,6 +364,32 @@ Variant masked_dense() {
   return v;
 }
 
+// The dense cuBLAS FFN over compact weights (steps 6 and the bound): w1c holds
+// per * ld rows of d_model (the active neurons' rows of neuron-major W1, gate
+// rows then up rows), w2c ld rows of W2, zeros past the list; `work` the up
+// product's output (M x per * ld) and the activated one (M x ld).
+size_t compact_ffn_workspace(const ProblemSize& s) {
+  return size_t(s.m) * size_t(compact8(active_of(s))) * size_t(per_of(s) + 1) * sizeof(__half);
+}
+void compact_ffn(const Buffers& b, const Ffn& f, const __half* w1c, const __half* w2c, __half* work, cudaStream_t st) {
+  const int ld = compact8(f.count);
+  __half* act = work + size_t(f.m) * f.per * ld;
+  // work = X w1cᵀ (row-major; for column-major cuBLAS: workᵀ = w1c Xᵀ, w1c read transposed)
+  const float one = 1.0f, zero = 0.0f;
+  const cublasStatus_t e = cublasGemmEx(b.cublas, CUBLAS_OP_T, CUBLAS_OP_N, f.per * ld, f.m, f.d_model, &one, w1c,
+                                        CUDA_R_16F, f.d_model, f.x, CUDA_R_16F, f.d_model, &zero, work, CUDA_R_16F,
+                                        f.per * ld, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  if (e != CUBLAS_STATUS_SUCCESS) throw CudaError("cuBLAS error " + std::to_string(int(e)) + " in cublasGemmEx");
+  launch_dense_activation(work, nullptr, act, f.m, ld, f.act, f.swiglu, st);
+  cublas_gemm_rowmajor(b.cublas, act, w2c, f.y, f.m, f.d_model, ld);
+}
+// Nothing active: Y is zero, no weight is read.
+bool zero_if_none_active(const Ffn& f, cudaStream_t st) {
+  if (f.count > 0) return false;
+  CUDA_CHECK(cudaMemsetAsync(f.y, 0, size_t(f.m) * size_t(f.d_model) * sizeof(__half), st));
+  return true;
+}
+
 // Step 6: what a framework does with index_select and two GEMMs. One kernel
 // copies the active neurons' weights into compact matrices (neuron-major W1's
 // rows, W2's rows: runs of d_model values), then the dense cuBLAS FFN runs over
@@ -381,60 +398,37 @@ Variant masked_dense() {
 Variant compacted() {
   Variant v = sparse_variant("compacted", "copy the active neurons' weights into compact matrices, then the dense "
                                           "cuBLAS FFN over them (index_select and two GEMMs)");
-  v.workspace_bytes = [](const ProblemSize& s) {
-    const size_t ld = size_t(compact8(active_of(s))), per = size_t(per_of(s)), dm = size_t(model_of(s).d_model);
-    return (ld * (per + 1) * dm + size_t(s.m) * ld * (per + 1)) * sizeof(__half);
+  const auto weights = [](const ProblemSize& s) {
+    return size_t(compact8(active_of(s))) * size_t(per_of(s) + 1) * size_t(model_of(s).d_model) * sizeof(__half);
   };
+  v.workspace_bytes = [weights](const ProblemSize& s) { return weights(s) + compact_ffn_workspace(s); };
   v.launch = [](const Buffers& b, cudaStream_t st) {
     const Ffn f = ffn_of(b);
-    if (f.count == 0) {  // nothing active: Y is zero, no weight is read
-      CUDA_CHECK(cudaMemsetAsync(f.y, 0, size_t(f.m) * size_t(f.d_model) * sizeof(__half), st));
-      return;
-    }
+    if (zero_if_none_active(f, st)) return;
     const int ld = compact8(f.count);
-    auto* w1c = static_cast<__half*>(b.workspace);  // per * ld rows of d_model: gate rows, then up rows
-    __half* w2c = w1c + size_t(f.per) * ld * f.d_model;  // ld rows of d_model
-    __half* full = w2c + size_t(ld) * f.d_model;         // M x per * ld
-    __half* act = full + size_t(f.m) * f.per * ld;        // M x ld
+    auto* w1c = static_cast<__half*>(b.workspace);
+    __half* w2c = w1c + size_t(f.per) * ld * f.d_model;
     launch_compact_neurons(f.w1n, f.w2, f.idx, w1c, w2c, f.count, ld, f.per, f.d_model, st);
-    // full = X w1cᵀ (row-major; for column-major cuBLAS: fullᵀ = w1c Xᵀ, w1c read transposed)
-    const float one = 1.0f, zero = 0.0f;
-    const cublasStatus_t e = cublasGemmEx(b.cublas, CUBLAS_OP_T, CUBLAS_OP_N, f.per * ld, f.m, f.d_model, &one, w1c,
-                                          CUDA_R_16F, f.d_model, f.x, CUDA_R_16F, f.d_model, &zero, full, CUDA_R_16F,
-                                          f.per * ld, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    if (e != CUBLAS_STATUS_SUCCESS) throw CudaError("cuBLAS error " + std::to_string(int(e)) + " in cublasGemmEx");
-    launch_dense_activation(full, nullptr, act, f.m, ld, f.act, f.swiglu, st);
-    cublas_gemm_rowmajor(b.cublas, act, w2c, f.y, f.m, f.d_model, ld);
+    compact_ffn(b, f, w1c, w2c, w2c + size_t(ld) * f.d_model, st);
   };
   return v;
 }
 
-// A bound, not a step: the dense cuBLAS FFN on the active neurons' weights,
-// copied into compact matrices before timing. A router picks I per batch, so a
-// real model would pay that copy every time; left out, it shows what cuBLAS's
-// own kernels make of the smaller products, the most a gathering kernel can
-// hope for where the FFN is bound by its flops (M = 512), as the read floor is
-// where it is bound by its bytes (M = 16).
+// A bound, not a step: step 6 without its copy, on the same compact weights
+// made once on the host. A router picks I per batch, so a real model would pay
+// that copy every time; left out, it shows what cuBLAS's own kernels make of
+// the smaller products, the most a gathering kernel can hope for where the FFN
+// is bound by its flops (M = 512), as the read floor is where it is bound by
+// its bytes (M = 16).
 Variant compact_cublas() {
   Variant v = sparse_variant("compact_cublas",
-                             "a bound: the dense cuBLAS FFN on W1[:, I] and W2[I, :] compacted before timing "
-                             "(the gather left out)");
+                             "a bound: step 6 without its copy (W1[:, I] and W2[I, :] compacted before timing)");
   v.bound = true;
-  v.workspace_bytes = [](const ProblemSize& s) {
-    return size_t(s.m) * size_t(compact8(active_of(s))) * size_t(per_of(s) + 1) * sizeof(__half);
-  };
+  v.workspace_bytes = compact_ffn_workspace;
   v.launch = [](const Buffers& b, cudaStream_t st) {
     const Ffn f = ffn_of(b);
-    if (f.count == 0) {  // nothing active: Y is zero
-      CUDA_CHECK(cudaMemsetAsync(f.y, 0, size_t(f.m) * size_t(f.d_model) * sizeof(__half), st));
-      return;
-    }
-    const int ld = compact8(f.count);
-    auto* full = static_cast<__half*>(b.workspace);
-    __half* act = full + size_t(f.m) * size_t(f.per) * size_t(ld);
-    cublas_gemm_rowmajor(b.cublas, f.x, f.w1c, full, f.m, f.per * ld, f.d_model);
-    launch_dense_activation(full, nullptr, act, f.m, ld, f.act, f.swiglu, st);
-    cublas_gemm_rowmajor(b.cublas, act, f.w2c, f.y, f.m, f.d_model, ld);
+    if (zero_if_none_active(f, st)) return;
+    compact_ffn(b, f, f.w1c, f.w2c, static_cast<__half*>(b.workspace), st);
   };
   return v;
 }
