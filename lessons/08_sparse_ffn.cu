@@ -38,12 +38,17 @@
 //   step 6  compacted     what a framework does: index_select the active
 //                         weights into compact matrices, then the dense cuBLAS
 //                         FFN; the copy moves every active weight twice more
+//   step 7  split_k_atomic  step 5 with the splits of a tile added by fp32
+//                         atomics in L2 into one sum, which the last split
+//                         reads alone: no slot per split to read back, but
+//                         the last bit can change from run to run (Stream-K's
+//                         shared tiles are added as in step 5)
 //   bound   compact_cublas  step 6 without its copy (the weights compacted
 //                         before timing): not a way to run a router's FFN, but
 //                         what cuBLAS makes of the smaller products
 // SwiGLU's gate and up are one pass in every kernel: a neuron's gate and up
 // columns sit side by side in the tile, so one thread holds both. In steps
-// 3-5 (M <= 64) the down product is the up product's programmatic dependent
+// 3-5 and 7 (M <= 64) the down product is the up product's programmatic dependent
 // launch: it starts while the up product drains and copies its first W2 rows,
 // which do not need H, before it waits for H.
 //
@@ -533,14 +538,17 @@ KernelConfig two_products_config(const TwoProducts& t) {
   return c;
 }
 
+// `atomic_sum` (step 7): the split kernels' splits add into one fp32 sum a
+// tile with atomics instead of slots added in order (gather_gemm.cuh).
 template <Gather G>
-Variant two_pass(const char* name, const char* what, bool split) {
+Variant two_pass(const char* name, const char* what, bool split, bool atomic_sum = false) {
   Variant v = sparse_variant(name, what);
   v.config = [split](const ProblemSize& s) { return two_products_config(two_products<G>(s, split)); };
   v.workspace_bytes = [split](const ProblemSize& s) { return two_products_workspace<G>(s, split); };
-  v.launch = [split](const Buffers& b, cudaStream_t st) {
+  v.launch = [split, atomic_sum](const Buffers& b, cudaStream_t st) {
     const Ffn f = ffn_of(b);
     TwoProducts t = two_products<G>(b.size, split);
+    t.up.atomic_sum = t.down.atomic_sum = atomic_sum;
     auto* ws = static_cast<unsigned char*>(b.workspace);
     auto* h = reinterpret_cast<__half*>(ws);
     unsigned char* up_ws = ws + (size_t(f.m) * size_t(f.ld) * sizeof(__half) + 255) / 256 * 256;
@@ -663,6 +671,9 @@ std::vector<Variant> variants() {
                                                "(in order: the same bits every run)",
                                     true),
       compacted(),
+      two_pass<Gather::neuron_rows>("split_k_atomic", "split_k with a tile's splits added into one sum by fp32 "
+                                                      "atomics: the last bit can change from run to run",
+                                    true, true),
       compact_cublas(),
   };
 }

@@ -70,7 +70,8 @@ def main():
         sys.exit(__doc__)
     gpu, out = sys.argv[1:]
     data = runs(gpu)
-    order = ["masked_dense", "fused", "gathered", "neuron_major", "fused_neuron_major", "split_k", "compacted"]
+    order = ["masked_dense", "fused", "gathered", "neuron_major", "fused_neuron_major", "split_k", "compacted",
+             "split_k_atomic"]
     w, h = 420, 260
     svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * w}" height="{2 * h + 40}" '
            f'font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/>']

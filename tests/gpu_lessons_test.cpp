@@ -580,10 +580,11 @@ TEST_P(SparseFfn, EveryVariantMatchesTheMaskedFfn) {
                           << " (fp64)";
     EXPECT_LT(v.rel_err_fp64, 5e-3) << v.name;
     ASSERT_GE(v.bitwise_diffs, 0) << v.name << ": not run twice";
-    if (v.name.rfind("fused", 0) != 0) EXPECT_EQ(v.bitwise_diffs, 0) << v.name << " is meant to be deterministic";
+    const bool atomic = v.name.rfind("fused", 0) == 0 || v.name == "split_k_atomic";
+    if (!atomic) EXPECT_EQ(v.bitwise_diffs, 0) << v.name << " is meant to be deterministic";
     EXPECT_GT(v.vs_cublas, 0) << v.name;
   }
-  EXPECT_EQ(ran, 8) << r.out;
+  EXPECT_EQ(ran, 9) << r.out;
   EXPECT_NE(r.out.find(std::string(c.sparsity) == "1" ? "nothing active" : "ideal speed-up"), std::string::npos)
       << r.out;
   if (std::string(c.sparsity) != "1") {  // the floor: a kernel that only reads the active weights

@@ -24,7 +24,12 @@
 // Epilogue::store (down side): Y = acc, fp16.
 // With splits > 1 each unit writes its fp32 partial to a slot of the
 // workspace and the last unit of a tile to arrive (a counter per tile) adds
-// the slots in order and runs the epilogue: the same bits every run.
+// the slots in order and runs the epilogue: the same bits every run. With
+// `atomic_sum` (step 7) each unit adds its partial into the tile's one fp32
+// sum with vector atomics in L2 instead, and the last one reads that sum
+// alone (a slot's worth, not one per split) and zeroes it for the next
+// launch; the order of the additions, and so the last bit, can change from
+// run to run.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -65,7 +70,8 @@ struct GatherParams {
   Activation act;
   bool swiglu;
   int splits;            // k ranges per tile
-  float* partials;       // splits > 1: splits x tiles slots
+  float* partials;       // splits > 1: splits x tiles slots (atomic_sum: one a tile, zero between launches)
+  bool atomic_sum;       // splits > 1: the splits add into one sum a tile with atomics (step 7)
   uint32_t* counters;    // splits > 1: one per tile, zero between launches
   TraceRecord* trace;
   int trace_first_unit, trace_first_row;  // the second product's records follow the first's
@@ -390,7 +396,8 @@ __device__ __forceinline__ void with_epilogue_activation(const GatherParams& p, 
   }
 }
 
-// After every thread has written its split's slot: counts the split in, and
+// After every thread has written its split's slot (or added it into the
+// tile's sum): counts the split in, and
 // says (to every thread) whether it was the tile's last; the last one lowers
 // the counter for the next launch.
 __device__ __forceinline__ bool last_split_of_tile(uint32_t* counter, int splits) {
@@ -407,6 +414,47 @@ __device__ __forceinline__ bool last_split_of_tile(uint32_t* counter, int splits
   }
   __syncthreads();
   return last != 0u;
+}
+
+// Four floats added into global memory with atomics: one 16-byte vector
+// atomic on sm_90, four elsewhere.
+__device__ __forceinline__ void atomic_add4(float4* at, float x, float y, float z, float w) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(at, make_float4(x, y, z, w));
+#else
+  atomicAdd(&at->x, x);
+  atomicAdd(&at->y, y);
+  atomicAdd(&at->z, z);
+  atomicAdd(&at->w, w);
+#endif
+}
+
+// Adds a split's partial into the tile's sum (laid out as a slot) with atomics.
+template <class S>
+__device__ __forceinline__ void atomic_add_slot(float4* sum, const splitk::Accumulators<S>& acc) {
+#pragma unroll
+  for (int i = 0; i < S::MMAS_M; ++i)
+#pragma unroll
+    for (int j = 0; j < S::MMAS_N; ++j)
+      atomic_add4(sum + (i * S::MMAS_N + j) * S::THREADS + threadIdx.x, acc.v[i][j][0], acc.v[i][j][1],
+                  acc.v[i][j][2], acc.v[i][j][3]);
+}
+
+// The last split: the tile's sum into `acc`, and zeros in its place for the next launch.
+template <class S>
+__device__ __forceinline__ void take_slot(float4* sum, splitk::Accumulators<S>& acc) {
+#pragma unroll
+  for (int i = 0; i < S::MMAS_M; ++i)
+#pragma unroll
+    for (int j = 0; j < S::MMAS_N; ++j) {
+      float4* at = sum + (i * S::MMAS_N + j) * S::THREADS + threadIdx.x;
+      const float4 v = __ldcg(at);  // L2: the atomics were done there
+      acc.v[i][j][0] = v.x;
+      acc.v[i][j][1] = v.y;
+      acc.v[i][j][2] = v.z;
+      acc.v[i][j][3] = v.w;
+      __stcg(at, make_float4(0.f, 0.f, 0.f, 0.f));
+    }
 }
 
 template <class S, Gather G, Epilogue E>
@@ -436,6 +484,13 @@ __global__ void __launch_bounds__(S::THREADS) gathered_gemm_kernel(GatherParams 
   };
   if (p.splits == 1) {
     finish();
+  } else if (p.atomic_sum) {
+    float4* sum = reinterpret_cast<float4*>(p.partials) + size_t(unit.tile) * splitk::kSlotFloat4s<S>;
+    atomic_add_slot<S>(sum, acc);
+    if (last_split_of_tile(p.counters + unit.tile, p.splits)) {
+      take_slot<S>(sum, acc);
+      finish();
+    }
   } else {
     float4* slots = reinterpret_cast<float4*>(p.partials);
     constexpr int SLOT = splitk::kSlotFloat4s<S>;
@@ -521,7 +576,8 @@ GatherPlan plan_gathered(int m, int n, int k, bool split) {
 }
 
 // Workspace of a product when it splits: each split's fp32 slot of every
-// tile, then one counter per tile. Nothing when it does not.
+// tile, then one counter per tile (with `atomic_sum` only the first slot of
+// each tile is used: the tile's sum). Nothing when it does not.
 inline size_t gathered_slots_bytes(const GatherPlan& q) {
   return size_t(q.splits) * size_t(q.tiles_m) * q.tiles_n * size_t(q.block_m) * q.block_n * sizeof(float);
 }
