@@ -69,9 +69,9 @@ struct GatherParams {
   int m, n, k;           // the product's extents: n and k padded, the pad reading zeros
   Activation act;
   bool swiglu;
+  bool atomic_sum;       // splits > 1: the splits add into one sum a tile with atomics (step 7)
   int splits;            // k ranges per tile
   float* partials;       // splits > 1: splits x tiles slots (atomic_sum: one a tile, zero between launches)
-  bool atomic_sum;       // splits > 1: the splits add into one sum a tile with atomics (step 7)
   uint32_t* counters;    // splits > 1: one per tile, zero between launches
   TraceRecord* trace;
   int trace_first_unit, trace_first_row;  // the second product's records follow the first's
@@ -80,6 +80,11 @@ struct GatherParams {
   // first slices of B (which do not depend on it), and only then waits for A.
   bool a_from_previous;
 };
+// Kept within 128 bytes (atomic_sum sits in swiglu's padding). At 136 bytes
+// nvcc took the parameter's address in every kernel that uses it and read its
+// fields from parameter memory inside the loops: on an H100 the wgmma kernel
+// at M = 512 ran 40% slower and the column-gathering one 27% (docs/notes/08_sparse_ffn.md).
+static_assert(sizeof(GatherParams) <= 128, "GatherParams: keep the kernels' parameter within 128 bytes");
 
 // Programmatic dependent launch (sm_90): a kernel lets the next one in the
 // stream start (launch_dependents), and that one waits, where it must, for
@@ -479,28 +484,28 @@ __global__ void __launch_bounds__(S::THREADS) gathered_gemm_kernel(GatherParams 
   splitk::Accumulators<S> acc;
   gathered_tile<S, G>(p, smem, m0, n0, kt_begin, kt_end, acc, kt_step);
 
-  const auto finish = [&] {
-    splitk::for_each_pair<S>(acc, m0, n0, [&](int r, int c, float v0, float v1) { finish_pair<E>(p, r, c, v0, v1); });
-  };
-  if (p.splits == 1) {
-    finish();
-  } else if (p.atomic_sum) {
-    float4* sum = reinterpret_cast<float4*>(p.partials) + size_t(unit.tile) * splitk::kSlotFloat4s<S>;
-    atomic_add_slot<S>(sum, acc);
-    if (last_split_of_tile(p.counters + unit.tile, p.splits)) {
-      take_slot<S>(sum, acc);
-      finish();
-    }
-  } else {
-    float4* slots = reinterpret_cast<float4*>(p.partials);
-    constexpr int SLOT = splitk::kSlotFloat4s<S>;
-    splitk::write_slot<S>(slots + (size_t(unit.split) * tiles + unit.tile) * SLOT, acc);
-    if (last_split_of_tile(p.counters + unit.tile, p.splits)) {
-      acc = splitk::Accumulators<S>{};
-      for (int s = 0; s < p.splits; ++s) splitk::add_slot<S>(slots + (size_t(s) * tiles + unit.tile) * SLOT, acc);
-      finish();
+  // The epilogue runs once the tile's sum is here: at once without a split,
+  // in the last split otherwise.
+  bool finish = true;
+  if (p.splits > 1) {
+    if (p.atomic_sum) {
+      float4* sum = reinterpret_cast<float4*>(p.partials) + size_t(unit.tile) * splitk::kSlotFloat4s<S>;
+      atomic_add_slot<S>(sum, acc);
+      finish = last_split_of_tile(p.counters + unit.tile, p.splits);
+      if (finish) take_slot<S>(sum, acc);
+    } else {
+      float4* slots = reinterpret_cast<float4*>(p.partials);
+      constexpr int SLOT = splitk::kSlotFloat4s<S>;
+      splitk::write_slot<S>(slots + (size_t(unit.split) * tiles + unit.tile) * SLOT, acc);
+      finish = last_split_of_tile(p.counters + unit.tile, p.splits);
+      if (finish) {
+        acc = splitk::Accumulators<S>{};
+        for (int s = 0; s < p.splits; ++s) splitk::add_slot<S>(slots + (size_t(s) * tiles + unit.tile) * SLOT, acc);
+      }
     }
   }
+  if (finish)
+    splitk::for_each_pair<S>(acc, m0, n0, [&](int r, int c, float v0, float v1) { finish_pair<E>(p, r, c, v0, v1); });
   // An interleaved unit's record holds its share of the tile's k slices in split order (its
   // slices are every splits-th one, which a record's single range cannot say).
   const int rec_begin = kInterleaved ? interleaved_share_begin(k_tiles, p.splits, unit.split) : kt_begin;
