@@ -41,8 +41,9 @@
 //   step 7  split_k_atomic  step 5 with the splits of a tile added by fp32
 //                         atomics in L2 into one sum, which the last split
 //                         reads alone: no slot per split to read back, but
-//                         the last bit can change from run to run (Stream-K's
-//                         shared tiles are added as in step 5)
+//                         the last bit can change from run to run (the
+//                         mma.sync kernel's splits: M <= 64 on Hopper; above
+//                         that it runs step 5's kernels as they are)
 //   bound   compact_cublas  step 6 without its copy (the weights compacted
 //                         before timing): not a way to run a router's FFN, but
 //                         what cuBLAS makes of the smaller products
@@ -538,7 +539,7 @@ KernelConfig two_products_config(const TwoProducts& t) {
   return c;
 }
 
-// `atomic_sum` (step 7): the split kernels' splits add into one fp32 sum a
+// `atomic_sum` (step 7): the mma.sync kernel's splits add into one fp32 sum a
 // tile with atomics instead of slots added in order (gather_gemm.cuh).
 template <Gather G>
 Variant two_pass(const char* name, const char* what, bool split, bool atomic_sum = false) {
@@ -672,7 +673,7 @@ std::vector<Variant> variants() {
                                     true),
       compacted(),
       two_pass<Gather::neuron_rows>("split_k_atomic", "split_k with a tile's splits added into one sum by fp32 "
-                                                      "atomics: the last bit can change from run to run",
+                                                      "atomics (M <= 64 on Hopper): the last bit can change",
                                     true, true),
       compact_cublas(),
   };

@@ -25,11 +25,11 @@
 // With splits > 1 each unit writes its fp32 partial to a slot of the
 // workspace and the last unit of a tile to arrive (a counter per tile) adds
 // the slots in order and runs the epilogue: the same bits every run. With
-// `atomic_sum` (step 7) each unit adds its partial into the tile's one fp32
-// sum with vector atomics in L2 instead, and the last one reads that sum
-// alone (a slot's worth, not one per split) and zeroes it for the next
-// launch; the order of the additions, and so the last bit, can change from
-// run to run.
+// `atomic_sum` (step 7; this kernel only, not gather_wgmma.cuh's) each unit
+// adds its partial into the tile's one fp32 sum with vector atomics in L2
+// instead, and the last one reads that sum alone (a slot's worth, not one
+// per split) and zeroes it for the next launch; the order of the additions,
+// and so the last bit, can change from run to run.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -69,7 +69,7 @@ struct GatherParams {
   int m, n, k;           // the product's extents: n and k padded, the pad reading zeros
   Activation act;
   bool swiglu;
-  bool atomic_sum;       // splits > 1: the splits add into one sum a tile with atomics (step 7)
+  bool atomic_sum;       // splits > 1: the splits add into one sum a tile with atomics (step 7; this file's kernel)
   int splits;            // k ranges per tile
   float* partials;       // splits > 1: splits x tiles slots (atomic_sum: one a tile, zero between launches)
   uint32_t* counters;    // splits > 1: one per tile, zero between launches

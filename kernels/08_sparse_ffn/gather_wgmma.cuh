@@ -159,54 +159,36 @@ __global__ void __launch_bounds__(WgmmaTile::THREADS, 1) gathered_wgmma_kernel(G
   cp_async_wait_group<0>();
   __syncthreads();
 
-  // The epilogue runs once the tile's sum is here: at once without a split, in the last split otherwise.
-  constexpr int SLOT = T::ACC / 4 * T::THREADS;
-  bool finish = true;
-  if (p.splits > 1) {
-    if (p.atomic_sum) {  // step 7: into the tile's one sum, which the last split takes and zeroes
-      float4* sum = reinterpret_cast<float4*>(p.partials) + size_t(unit.tile) * SLOT;
-#pragma unroll
-      for (int i = 0; i < T::ACC / 4; ++i)
-        atomic_add4(sum + i * T::THREADS + tid, d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
-      finish = last_split_of_tile(p.counters + unit.tile, p.splits);
-      if (finish) {
-#pragma unroll
-        for (int i = 0; i < T::ACC / 4; ++i) {
-          const float4 v = __ldcg(sum + i * T::THREADS + tid);  // L2: the atomics were done there
-          d[4 * i] = v.x;
-          d[4 * i + 1] = v.y;
-          d[4 * i + 2] = v.z;
-          d[4 * i + 3] = v.w;
-          __stcg(sum + i * T::THREADS + tid, make_float4(0.f, 0.f, 0.f, 0.f));
-        }
-      }
-    } else {
-      float4* slots = reinterpret_cast<float4*>(p.partials);
-      float4* mine = slots + (size_t(unit.split) * tiles + unit.tile) * SLOT;
-#pragma unroll
-      for (int i = 0; i < T::ACC / 4; ++i)
-        mine[i * T::THREADS + tid] = make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
-      finish = last_split_of_tile(p.counters + unit.tile, p.splits);
-      if (finish) {
-#pragma unroll
-        for (int i = 0; i < T::ACC; ++i) d[i] = 0.0f;
-        for (int s = 0; s < p.splits; ++s) {
-          const float4* slot = slots + (size_t(s) * tiles + unit.tile) * SLOT;
-#pragma unroll
-          for (int i = 0; i < T::ACC / 4; ++i) {
-            const float4 v = __ldcg(slot + i * T::THREADS + tid);
-            d[4 * i] += v.x;
-            d[4 * i + 1] += v.y;
-            d[4 * i + 2] += v.z;
-            d[4 * i + 3] += v.w;
-          }
-        }
-      }
-    }
-  }
-  if (finish)
+  const auto finish = [&] {
     for_each_wgmma_pair<T::BLOCK_N>(d, m0 + 64 * wg, n0,
                                     [&](int r, int c, float v0, float v1) { finish_pair<E>(p, r, c, v0, v1); });
+  };
+  if (p.splits == 1) {
+    finish();
+  } else {
+    float4* slots = reinterpret_cast<float4*>(p.partials);
+    constexpr int SLOT = T::ACC / 4 * T::THREADS;
+    float4* mine = slots + (size_t(unit.split) * tiles + unit.tile) * SLOT;
+#pragma unroll
+    for (int i = 0; i < T::ACC / 4; ++i)
+      mine[i * T::THREADS + tid] = make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
+    if (last_split_of_tile(p.counters + unit.tile, p.splits)) {
+#pragma unroll
+      for (int i = 0; i < T::ACC; ++i) d[i] = 0.0f;
+      for (int s = 0; s < p.splits; ++s) {
+        const float4* slot = slots + (size_t(s) * tiles + unit.tile) * SLOT;
+#pragma unroll
+        for (int i = 0; i < T::ACC / 4; ++i) {
+          const float4 v = __ldcg(slot + i * T::THREADS + tid);
+          d[4 * i] += v.x;
+          d[4 * i + 1] += v.y;
+          d[4 * i + 2] += v.z;
+          d[4 * i + 3] += v.w;
+        }
+      }
+      finish();
+    }
+  }
   trace_end(p.trace, p.trace_first_unit + int(blockIdx.x), p.trace_first_row + tm, tn, kt_begin * T::BLOCK_K,
             min(kt_end * T::BLOCK_K, p.k), t0);
 }
