@@ -228,7 +228,7 @@ stage_lessons() {
   # Lesson 08 at its default (Llama-2-7B, M = 16, s = 0.75): the neurons each unit gathered;
   # and split_k at M = 512, s = 0.5: the Stream-K kernel's blocks sharing the gathered tiles.
   if have lesson08_sparse_ffn; then
-    for v in fused gathered neuron_major split_k; do
+    for v in fused gathered neuron_major split_k split_k_atomic; do
       "$bin/lesson08_sparse_ffn" --variant $v --reps 9 --rounds 3 \
           --trace "$work/traces/lesson08_sparse_ffn.$v.json.gz" || rc=1
     done
