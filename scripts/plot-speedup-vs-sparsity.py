@@ -73,19 +73,29 @@ def main():
     order = ["masked_dense", "fused", "gathered", "neuron_major", "fused_neuron_major", "split_k", "compacted",
              "split_k_atomic"]
     w, h = 420, 260
-    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * w}" height="{2 * h + 40}" '
+    # The legend, wrapped into as many rows as the width needs.
+    names = order + ["ideal 1/(1-s)", "compact_cublas (a bound)"]
+    rows, x = [[]], 10
+    for i, name in enumerate(names):
+        width = 30 + 7 * len(name)
+        if x + width > 2 * w and rows[-1]:
+            rows.append([])
+            x = 10
+        rows[-1].append((i, name, x))
+        x += width
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{2 * w}" height="{2 * h + 20 + 20 * len(rows)}" '
            f'font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/>']
     for p, key in enumerate(PANELS):
         if key in data:
             svg += panel((p % 2) * w, (p // 2) * h, w, h, f"{key[0]}, M = {key[1]}: speed-up vs sparsity",
                          data[key], order)
-    x = 10
-    for i, name in enumerate(order + ["ideal 1/(1-s)", "compact_cublas (a bound)"]):
-        colour = "#000" if i >= len(order) else COLOURS[i % len(COLOURS)]
-        dash = ' stroke-dasharray="4 3"' if i == len(order) else ' stroke-dasharray="1 3"' if i > len(order) else ""
-        svg.append(f'<line x1="{x}" y1="{2 * h + 20}" x2="{x + 20}" y2="{2 * h + 20}" stroke="{colour}" '
-                   f'stroke-width="2"{dash}/><text x="{x + 24}" y="{2 * h + 24}">{name}</text>')
-        x += 30 + 7 * len(name)
+    for r, row in enumerate(rows):
+        y = 2 * h + 20 + 20 * r
+        for i, name, x in row:
+            colour = "#000" if i >= len(order) else COLOURS[i % len(COLOURS)]
+            dash = ' stroke-dasharray="4 3"' if i == len(order) else ' stroke-dasharray="1 3"' if i > len(order) else ""
+            svg.append(f'<line x1="{x}" y1="{y}" x2="{x + 20}" y2="{y}" stroke="{colour}" '
+                       f'stroke-width="2"{dash}/><text x="{x + 24}" y="{y + 4}">{name}</text>')
     svg.append("</svg>")
     with open(out, "w") as f:
         f.write("\n".join(svg) + "\n")
