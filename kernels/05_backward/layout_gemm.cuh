@@ -313,22 +313,36 @@ __device__ __forceinline__ void store_forward(float (&acc)[kBN / 2], const Produ
   store_tile_via_smem<kAct, true>(acc, staging, &ps.c[0], row0, col0, barrier_id);
 }
 
+// Step 5's staging buffer holds a 64 x 128 half of P: 64 lines of 16 chunks of
+// 8 values, chunk c of line r at byte r * 256 + (c ^ (r % 8)) * 16, so that
+// ldmatrix reads it without bank conflicts. A consumer's thread t owns chunks
+// t, t + 128, ...: it copies them (stage_p_half) and is the one that turns the
+// first half's into act'(P) (act_grad_chunk_in_place), so no barrier lies
+// between the two.
+constexpr int kPChunksPerThread = 64 * 16 / hopper::kWarpgroupThreads;
+struct PChunk {
+  int line, chunk;  // chunk `chunk` (columns 8 chunk ..) of line `line`
+  uint32_t byte;    // its place in the buffer
+};
+__device__ __forceinline__ PChunk p_chunk(int i) {  // this thread's i-th chunk, i < kPChunksPerThread
+  const int e = threadIdx.x % hopper::kWarpgroupThreads + hopper::kWarpgroupThreads * i;
+  const int r = e / 16, c = e % 16;
+  return PChunk{r, c, uint32_t(r * 256 + ((c ^ (r % 8)) * 16))};
+}
+
 // Step 5: P's 64 x 128 half `half` of this consumer's tile (rows row0.., columns
-// col0 + 128 half ..) into its staging buffer with cp.async, 16 bytes a copy,
-// chunk c of line r at chunk c ^ (r % 8) so that ldmatrix reads it without
-// bank conflicts; zeros outside P. The caller has made sure that no TMA store
-// still reads the buffer and that no thread still reads the last half.
+// col0 + 128 half ..) into its staging buffer with cp.async, 16 bytes a copy;
+// zeros outside P. The caller has made sure that no TMA store still reads the
+// buffer and that no thread still reads the last half.
 __device__ __forceinline__ void stage_p_half(const Products& ps, __half* staging, int row0, int col0, int half) {
-  const int t = threadIdx.x % hopper::kWarpgroupThreads;
   const int m = ps.m[0], n = ps.n[0];
   const uint32_t base = hopper::smem_u32(staging);
 #pragma unroll
-  for (int e = t; e < 64 * 16; e += hopper::kWarpgroupThreads) {
-    const int r = e / 16, c = e % 16;
-    const int row = row0 + r, col = col0 + 128 * half + 8 * c;
+  for (int i = 0; i < kPChunksPerThread; ++i) {
+    const PChunk k = p_chunk(i);
+    const int row = row0 + k.line, col = col0 + 128 * half + 8 * k.chunk;
     const bool inside = row < m && col < n;  // n is a multiple of 8 (TMA): the whole chunk
-    cp_async_16_zero_fill(base + r * 256 + ((c ^ (r % 8)) * 16), inside ? ps.epi_p + int64_t(row) * n + col : ps.epi_p,
-                          inside ? 16 : 0);
+    cp_async_16_zero_fill(base + k.byte, inside ? ps.epi_p + int64_t(row) * n + col : ps.epi_p, inside ? 16 : 0);
   }
   cp_async_commit_group();
 }
@@ -339,12 +353,9 @@ __device__ __forceinline__ void stage_p_half(const Products& ps, __half* staging
 // tensor cores keep working and the epilogue's first half needs only a multiply.
 // act' is then kept in fp16 (the buffer's type): one more rounding than the
 // second half's, which is still formed in the epilogue (the buffer holds one half).
-constexpr int kPChunksPerThread = 64 * 16 / hopper::kWarpgroupThreads;
 template <Activation kGrad>
 __device__ __forceinline__ void act_grad_chunk_in_place(__half* staging, int i) {
-  const int e = threadIdx.x % hopper::kWarpgroupThreads + hopper::kWarpgroupThreads * i;
-  const int r = e / 16, c = e % 16;
-  uint4* chunk = reinterpret_cast<uint4*>(reinterpret_cast<char*>(staging) + r * 256 + ((c ^ (r % 8)) * 16));
+  uint4* chunk = reinterpret_cast<uint4*>(reinterpret_cast<char*>(staging) + p_chunk(i).byte);
   uint4 v = *chunk;
   uint32_t* w = reinterpret_cast<uint32_t*>(&v);
 #pragma unroll
