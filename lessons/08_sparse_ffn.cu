@@ -446,8 +446,11 @@ struct TwoProducts {
   bool up_wgmma = false, down_wgmma = false;  // M > 64 on Hopper: the wgmma kernel (not for column gathers)
 };
 
+// `atomic_sum` (step 7): the mma.sync kernel's splits add into one fp32 sum a
+// tile with atomics instead of slots added in order (gather_gemm.cuh); the
+// wgmma and Stream-K kernels keep their slots.
 template <Gather G>
-TwoProducts two_products(const ProblemSize& s, bool split) {
+TwoProducts two_products(const ProblemSize& s, bool split, bool atomic_sum = false) {
   const ffn::Model& md = model_of(s);
   const int count = active_of(s), per = ffn::up_columns_per_neuron(md), ld = ffn::compact_ld(count);
   TwoProducts t{};
@@ -489,13 +492,15 @@ TwoProducts two_products(const ProblemSize& s, bool split) {
                       : plan_wgmma<Gather::rows, Epilogue::store>(s.m, t.down.n, t.down.k, split);
   else
     t.down_plan = plan_gathered<Gather::rows, Epilogue::store>(s.m, t.down.n, t.down.k, split);
+  t.up.atomic_sum = t.up_plan.atomic_sum = atomic_sum && !t.up_wgmma;
+  t.down.atomic_sum = t.down_plan.atomic_sum = atomic_sum && !t.down_wgmma;
   return t;
 }
 
 // Workspace: H (M x ld), then the up product's split slots, then the down product's.
 template <Gather G>
-size_t two_products_workspace(const ProblemSize& s, bool split) {
-  const TwoProducts t = two_products<G>(s, split);
+size_t two_products_workspace(const ProblemSize& s, bool split, bool atomic_sum) {
+  const TwoProducts t = two_products<G>(s, split, atomic_sum);
   const size_t h = (size_t(s.m) * size_t(t.up.ldc) * sizeof(__half) + 255) / 256 * 256;
   const size_t u = (gathered_workspace_bytes(t.up_plan) + 255) / 256 * 256;
   return h + u + gathered_workspace_bytes(t.down_plan);
@@ -539,17 +544,16 @@ KernelConfig two_products_config(const TwoProducts& t) {
   return c;
 }
 
-// `atomic_sum` (step 7): the mma.sync kernel's splits add into one fp32 sum a
-// tile with atomics instead of slots added in order (gather_gemm.cuh).
 template <Gather G>
 Variant two_pass(const char* name, const char* what, bool split, bool atomic_sum = false) {
   Variant v = sparse_variant(name, what);
   v.config = [split](const ProblemSize& s) { return two_products_config(two_products<G>(s, split)); };
-  v.workspace_bytes = [split](const ProblemSize& s) { return two_products_workspace<G>(s, split); };
+  v.workspace_bytes = [split, atomic_sum](const ProblemSize& s) {
+    return two_products_workspace<G>(s, split, atomic_sum);
+  };
   v.launch = [split, atomic_sum](const Buffers& b, cudaStream_t st) {
     const Ffn f = ffn_of(b);
-    TwoProducts t = two_products<G>(b.size, split);
-    t.up.atomic_sum = t.down.atomic_sum = atomic_sum;
+    TwoProducts t = two_products<G>(b.size, split, atomic_sum);
     auto* ws = static_cast<unsigned char*>(b.workspace);
     auto* h = reinterpret_cast<__half*>(ws);
     unsigned char* up_ws = ws + (size_t(f.m) * size_t(f.ld) * sizeof(__half) + 255) / 256 * 256;

@@ -541,6 +541,7 @@ struct GatherPlan {
   StreamKPlan stream_k;            // over columns of tiles, one worker per group of group_rows blocks
   int group_rows = 1;
   size_t streamk_workspace = 0;    // its partials and flags (lesson 04's layout)
+  bool atomic_sum = false;         // splits > 1, this file's kernel: one fp32 sum a tile, not a slot a split
 };
 
 template <class S, Gather G, Epilogue E>
@@ -581,10 +582,11 @@ GatherPlan plan_gathered(int m, int n, int k, bool split) {
 }
 
 // Workspace of a product when it splits: each split's fp32 slot of every
-// tile, then one counter per tile (with `atomic_sum` only the first slot of
-// each tile is used: the tile's sum). Nothing when it does not.
+// tile (with `atomic_sum`, one slot a tile: the tile's sum), then one counter
+// per tile. Nothing when it does not.
 inline size_t gathered_slots_bytes(const GatherPlan& q) {
-  return size_t(q.splits) * size_t(q.tiles_m) * q.tiles_n * size_t(q.block_m) * q.block_n * sizeof(float);
+  const size_t slots = q.atomic_sum ? 1 : size_t(q.splits);
+  return slots * size_t(q.tiles_m) * q.tiles_n * size_t(q.block_m) * q.block_n * sizeof(float);
 }
 inline size_t gathered_workspace_bytes(const GatherPlan& q) {
   if (q.streamk) return q.streamk_workspace;
