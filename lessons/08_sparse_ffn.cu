@@ -223,33 +223,67 @@ void fill_ffn(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t seed) 
   }
 }
 
-// fp64 rows of Y: only the active neurons, straight from the definition.
+// fp64 rows of Y: only the active neurons, straight from the definition. The
+// sampled rows go together: each weight is read once for all of them, and the
+// loops run over blocks of neurons (in the order of their columns of W1, so a
+// block reads neighbouring weights) and of Y's columns, whose sums stay in
+// cache. Every sum still runs in the definition's order (over k, then over the
+// list's neurons), so none of this changes a bit.
 std::vector<double> ffn_fp64_rows(const ProblemSize& s, const std::vector<HostTensor>& in, size_t,
                                   const std::vector<int64_t>& rows) {
   const ffn::Model& md = model_of(s);
   const int64_t dm = md.d_model, dff = md.d_ff, cols = int64_t(ffn::up_columns_per_neuron(md)) * dff;
-  const int count = active_of(s);
-  std::vector<double> out(rows.size() * size_t(dm), 0.0);
-  std::vector<double> gate(static_cast<size_t>(count)), up(static_cast<size_t>(count));
-  for (size_t r = 0; r < rows.size(); ++r) {
+  const size_t count = size_t(active_of(s)), nr = rows.size(), ndm = size_t(dm);
+  const HostTensor &w1 = in[kW1], &w2 = in[kW2];
+  const size_t block = std::max<size_t>(64, 4096 / std::max<size_t>(1, nr));  // a block's sums: 32 KiB
+  std::vector<int64_t> idx(count);
+  for (size_t p = 0; p < count; ++p) idx[p] = in[kI].int_value(int64_t(p));
+  std::vector<double> xs(ndm * nr);  // the sampled rows of X, k-major
+  for (size_t r = 0; r < nr; ++r)
+    for (size_t k = 0; k < ndm; ++k) xs[k * nr + r] = in[kX].at(rows[r], int64_t(k));
+
+  std::vector<size_t> by_column(count);  // the list's positions, by neuron
+  for (size_t p = 0; p < count; ++p) by_column[p] = p;
+  std::sort(by_column.begin(), by_column.end(), [&](size_t a, size_t b) { return idx[a] < idx[b]; });
+
+  // h[p * nr + r]: the activated intermediate of the list's neuron p in sampled row r.
+  std::vector<double> h(count * nr), gate(block * nr), up(block * nr);
+  for (size_t p0 = 0; p0 < count; p0 += block) {
+    const size_t pn = std::min(block, count - p0);
     std::fill(gate.begin(), gate.end(), 0.0);
     std::fill(up.begin(), up.end(), 0.0);
-    for (int64_t k = 0; k < dm; ++k) {
-      const double xv = in[kX].at(rows[r], k);
-      const HostTensor& w1 = in[kW1];
-      for (int p = 0; p < count; ++p) {
-        const int64_t i = in[kI].int_value(p);
-        gate[size_t(p)] += xv * double(w1.value(k * cols + i));
-        if (md.swiglu) up[size_t(p)] += xv * double(w1.value(k * cols + dff + i));
+    for (size_t k = 0; k < ndm; ++k) {
+      const double* xk = xs.data() + k * nr;
+      const int64_t row = int64_t(k) * cols;
+      for (size_t q = 0; q < pn; ++q) {
+        const double g = w1.value(row + idx[by_column[p0 + q]]);
+        for (size_t r = 0; r < nr; ++r) gate[q * nr + r] += xk[r] * g;
+        if (md.swiglu) {
+          const double u = w1.value(row + dff + idx[by_column[p0 + q]]);
+          for (size_t r = 0; r < nr; ++r) up[q * nr + r] += xk[r] * u;
+        }
       }
     }
-    double* y = out.data() + r * size_t(dm);
-    for (int p = 0; p < count; ++p) {
-      const double h = md.swiglu ? apply_activation(Activation::silu, gate[size_t(p)]) * up[size_t(p)]
-                                 : apply_activation(md.act, gate[size_t(p)]);
-      const int64_t i = in[kI].int_value(p);
-      for (int64_t c = 0; c < dm; ++c) y[c] += h * double(in[kW2].value(i * dm + c));
+    for (size_t q = 0; q < pn; ++q)
+      for (size_t r = 0; r < nr; ++r)
+        h[by_column[p0 + q] * nr + r] = md.swiglu ? apply_activation(Activation::silu, gate[q * nr + r]) * up[q * nr + r]
+                                         : apply_activation(md.act, gate[q * nr + r]);
+  }
+
+  std::vector<double> out(nr * ndm), acc(block * nr);
+  for (size_t c0 = 0; c0 < ndm; c0 += block) {
+    const size_t cn = std::min(block, ndm - c0);
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (size_t p = 0; p < count; ++p) {
+      const double* hp = h.data() + p * nr;
+      const int64_t row = idx[p] * dm + int64_t(c0);
+      for (size_t j = 0; j < cn; ++j) {
+        const double w = w2.value(row + int64_t(j));
+        for (size_t r = 0; r < nr; ++r) acc[j * nr + r] += hp[r] * w;
+      }
     }
+    for (size_t j = 0; j < cn; ++j)
+      for (size_t r = 0; r < nr; ++r) out[r * ndm + c0 + j] = acc[j * nr + r];
   }
   return out;
 }
