@@ -256,18 +256,21 @@ std::vector<double> ffn_fp64_rows(const ProblemSize& s, const std::vector<HostTe
       const double* xk = xs.data() + k * nr;
       const int64_t row = int64_t(k) * cols;
       for (size_t q = 0; q < pn; ++q) {
-        const double g = w1.value(row + idx[by_column[p0 + q]]);
+        const int64_t at = row + idx[by_column[p0 + q]];
+        const double g = w1.value(at);
         for (size_t r = 0; r < nr; ++r) gate[q * nr + r] += xk[r] * g;
         if (md.swiglu) {
-          const double u = w1.value(row + dff + idx[by_column[p0 + q]]);
+          const double u = w1.value(at + dff);
           for (size_t r = 0; r < nr; ++r) up[q * nr + r] += xk[r] * u;
         }
       }
     }
     for (size_t q = 0; q < pn; ++q)
-      for (size_t r = 0; r < nr; ++r)
-        h[by_column[p0 + q] * nr + r] = md.swiglu ? apply_activation(Activation::silu, gate[q * nr + r]) * up[q * nr + r]
-                                         : apply_activation(md.act, gate[q * nr + r]);
+      for (size_t r = 0; r < nr; ++r) {
+        const double g = gate[q * nr + r];
+        h[by_column[p0 + q] * nr + r] =
+            md.swiglu ? apply_activation(Activation::silu, g) * up[q * nr + r] : apply_activation(md.act, g);
+      }
   }
 
   std::vector<double> out(nr * ndm), acc(block * nr);
@@ -581,7 +584,9 @@ KernelConfig two_products_config(const TwoProducts& t) {
 template <Gather G>
 Variant two_pass(const char* name, const char* what, bool split, bool atomic_sum = false) {
   Variant v = sparse_variant(name, what);
-  v.config = [split](const ProblemSize& s) { return two_products_config(two_products<G>(s, split)); };
+  v.config = [split, atomic_sum](const ProblemSize& s) {
+    return two_products_config(two_products<G>(s, split, atomic_sum));
+  };
   v.workspace_bytes = [split, atomic_sum](const ProblemSize& s) {
     return two_products_workspace<G>(s, split, atomic_sum);
   };
