@@ -82,9 +82,7 @@
 #include <cublasLt.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <thread>
 
 #include "03_grouped/activation_pass.cuh"
 #include "05_backward/act_grad.cuh"
@@ -95,6 +93,7 @@
 #include "common/check.cuh"
 #include "common/cublaslt.cuh"
 #include "harness/catalog.hpp"
+#include "harness/fp64.hpp"
 #include "harness/harness.cuh"
 
 namespace {
@@ -678,19 +677,6 @@ void fill_inputs(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t see
   if (exact_inputs(s)) fill_eighths(s, in, seed);
 }
 
-// Calls row(r) for r = 0 .. m - 1, the rows shared out over every host thread.
-template <class F>
-void rows_on_every_thread(int64_t m, const F& row) {
-  std::atomic<int64_t> next_row{0};
-  const auto work = [&] {
-    for (int64_t r = next_row++; r < m; r = next_row++) row(r);
-  };
-  std::vector<std::thread> threads;
-  for (unsigned t = 1; t < std::max(1u, std::thread::hardware_concurrency()); ++t) threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads) t.join();
-}
-
 // --part train: P = X W + b in fp64, every row of it (a row of dW sums over
 // every row of dP). Computed once per run on every host thread, and kept for
 // the calls of the outputs that follow (the same inputs).
@@ -702,21 +688,13 @@ const std::vector<double>& train_p_fp64(const ProblemSize& s, const std::vector<
   } cache;
   const int64_t m = s.m, n = s.n, k = s.k;
   if (cache.inputs == in[0].data.data() && cache.m == m && cache.n == n && cache.k == k) return cache.p;
-  std::vector<float> x(size_t(m * k)), w(size_t(k * n)), bias(size_t(n), 0.0f);  // fp16 values: exact in float
-  for (int64_t i = 0; i < m * k; ++i) x[size_t(i)] = in[0].value(i);
-  for (int64_t i = 0; i < k * n; ++i) w[size_t(i)] = in[1].value(i);
+  const std::vector<float> x = host_floats(in[0]), w = host_floats(in[1]);  // fp16 values: exact in float
+  std::vector<float> bias(size_t(n), 0.0f);
   if (has_bias(s))
     for (int64_t c = 0; c < n; ++c) bias[size_t(c)] = in[3].value(c);
-  cache.p.assign(size_t(m * n), 0.0);
-  rows_on_every_thread(m, [&](int64_t r) {
-    double* o = &cache.p[size_t(r * n)];
-    for (int64_t c = 0; c < n; ++c) o[c] = bias[size_t(c)];
-    for (int64_t j = 0; j < k; ++j) {
-      const double xv = x[size_t(r * k + j)];
-      const float* wr = &w[size_t(j * n)];
-      for (int64_t c = 0; c < n; ++c) o[c] += xv * double(wr[c]);
-    }
-  });
+  cache.p.resize(size_t(m * n));
+  for (int64_t r = 0; r < m; ++r) std::copy(bias.begin(), bias.end(), cache.p.begin() + r * n);
+  fp64_accumulate_product(x.data(), w.data(), cache.p.data(), m, n, k);
   cache.inputs = in[0].data.data();
   cache.m = s.m, cache.n = s.n, cache.k = s.k;
   return cache.p;
@@ -732,19 +710,10 @@ const std::vector<double>& chain_dz_fp64(const ProblemSize& s, const std::vector
   } cache;
   const int64_t m = s.m, n = s.n, k = s.k;
   if (cache.inputs == in[3].data.data() && cache.m == m && cache.n == n && cache.k == k) return cache.dz;
-  std::vector<float> dy(size_t(m * k)), v(size_t(n * k));  // fp16 values: exact in float
-  for (int64_t i = 0; i < m * k; ++i) dy[size_t(i)] = in[3].value(i);
-  for (int64_t i = 0; i < n * k; ++i) v[size_t(i)] = in[4].value(i);
+  // dZ = dY (Vᵀ): V (N x K) read as its transpose, K x N, so that each sum runs over k in order.
+  const std::vector<float> dy = host_floats(in[3]), vt = host_floats(in[4], true);  // fp16 values: exact in float
   cache.dz.assign(size_t(m * n), 0.0);
-  rows_on_every_thread(m, [&](int64_t r) {
-    const float* a = &dy[size_t(r * k)];
-    for (int64_t c = 0; c < n; ++c) {
-      const float* b = &v[size_t(c * k)];
-      double sum = 0;
-      for (int64_t j = 0; j < k; ++j) sum += double(a[j]) * double(b[j]);
-      cache.dz[size_t(r * n + c)] = sum;
-    }
-  });
+  fp64_accumulate_product(dy.data(), vt.data(), cache.dz.data(), m, n, k);
   cache.inputs = in[3].data.data();
   cache.m = s.m, cache.n = s.n, cache.k = s.k;
   return cache.dz;
@@ -776,38 +745,44 @@ std::vector<float> dp_fp64(const ProblemSize& s, const std::vector<HostTensor>& 
   const DpInputs d = dp_inputs(s, in);
   const int64_t count = int64_t(s.m) * s.n;
   std::vector<float> dp(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) dp[size_t(i)] = float(d.dp(i));
+  constexpr int64_t kChunk = 1 << 16;
+  on_host_threads((count + kChunk - 1) / kChunk, [&](int64_t c) {
+    for (int64_t i = c * kChunk; i < std::min(count, (c + 1) * kChunk); ++i) dp[size_t(i)] = float(d.dp(i));
+  });
   return dp;
 }
 
-// --part dx: dX[r, j] = sum_c dP[r, c] W[j, c]; --part dw: dW[r, c] = sum_i X[i, r] dP[i, c].
+// fp64 rows `rows` of dX = dP Wᵀ (dX[r, j] = sum_c dP[r, c] W[j, c]): W (K x N) read as its transpose.
+template <class T>
+std::vector<double> dx_fp64_rows(const std::vector<T>& dp_rows, size_t rows, const HostTensor& w, int64_t n,
+                                 int64_t k) {
+  std::vector<double> out(rows * size_t(k), 0.0);
+  fp64_accumulate_product(dp_rows.data(), host_floats(w, true).data(), out.data(), int64_t(rows), k, n);
+  return out;
+}
+
+// fp64 rows `rows` of dW = Xᵀ dP (dW[r, c] = sum_i X[i, r] dP[i, c]); dP (M x N) as floats.
+std::vector<double> dw_fp64_rows(const HostTensor& x, const std::vector<float>& dp, const std::vector<int64_t>& rows,
+                                 int64_t m, int64_t n) {
+  std::vector<float> x_cols(rows.size() * size_t(m));  // X's columns `rows`, each a row here
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (int64_t i = 0; i < m; ++i) x_cols[r * size_t(m) + size_t(i)] = x.at(i, rows[r]);
+  std::vector<double> out(rows.size() * size_t(n), 0.0);
+  fp64_accumulate_product(x_cols.data(), dp.data(), out.data(), int64_t(rows.size()), n, m);
+  return out;
+}
+
+// --part dx: rows of dP Wᵀ, dP given; --part dw: rows of Xᵀ dP.
 std::vector<double> part_fp64_rows(const ProblemSize& s, const std::vector<HostTensor>& in, Part part,
                                    const std::vector<int64_t>& rows) {
   const int64_t m = s.m, n = s.n, k = s.k;
-  std::vector<double> out;
   if (part == Part::dx) {
-    const HostTensor& dp = in[0];
-    const HostTensor& w = in[1];
-    out.assign(rows.size() * size_t(k), 0.0);
+    std::vector<float> dp_rows(rows.size() * size_t(n));
     for (size_t r = 0; r < rows.size(); ++r)
-      for (int64_t j = 0; j < k; ++j) {
-        double sum = 0;
-        for (int64_t c = 0; c < n; ++c) sum += double(dp.at(rows[r], c)) * double(w.value(j * n + c));
-        out[r * size_t(k) + size_t(j)] = sum;
-      }
-    return out;
+      for (int64_t c = 0; c < n; ++c) dp_rows[r * size_t(n) + size_t(c)] = in[0].at(rows[r], c);
+    return dx_fp64_rows(dp_rows, rows.size(), in[1], n, k);
   }
-  const HostTensor& x = in[0];
-  const HostTensor& dp = in[1];
-  out.assign(rows.size() * size_t(n), 0.0);
-  for (size_t r = 0; r < rows.size(); ++r) {
-    double* o = &out[r * size_t(n)];
-    for (int64_t i = 0; i < m; ++i) {
-      const double xv = x.at(i, rows[r]);
-      for (int64_t c = 0; c < n; ++c) o[c] += xv * double(dp.value(i * n + c));
-    }
-  }
-  return out;
+  return dw_fp64_rows(in[0], host_floats(in[1]), rows, m, n);
 }
 
 // Outputs: 0 dX (M x K), 1 dW (K x N), 2 db (1 x N); --part train: Z
@@ -829,33 +804,16 @@ std::vector<double> backward_fp64_rows(const ProblemSize& s, const std::vector<H
     }
     --output;
   }
-  if (output == 0) {  // dX[r, j] = sum_c dP[r, c] W[j, c]
-    out.assign(rows.size() * size_t(k), 0.0);
-    std::vector<double> dp_row(static_cast<size_t>(n));
+  if (output == 0) {  // dX[r, j] = sum_c dP[r, c] W[j, c], dP's rows in fp64
+    std::vector<double> dp_rows(rows.size() * size_t(n));
     const DpInputs d = dp_inputs(s, in);
-    for (size_t r = 0; r < rows.size(); ++r) {
-      for (int64_t c = 0; c < n; ++c) dp_row[size_t(c)] = d.dp(rows[r] * n + c);
-      for (int64_t j = 0; j < k; ++j) {
-        double sum = 0;
-        for (int64_t c = 0; c < n; ++c) sum += dp_row[size_t(c)] * double(w.value(j * n + c));
-        out[r * size_t(k) + size_t(j)] = sum;
-      }
-    }
-    return out;
+    for (size_t r = 0; r < rows.size(); ++r)
+      for (int64_t c = 0; c < n; ++c) dp_rows[r * size_t(n) + size_t(c)] = d.dp(rows[r] * n + c);
+    return dx_fp64_rows(dp_rows, rows.size(), w, n, k);
   }
   const std::vector<float> dp = dp_fp64(s, in);
-  out.assign(rows.size() * size_t(n), 0.0);
-  if (output == 1) {  // dW[r, c] = sum_i X[i, r] dP[i, c]
-    for (size_t r = 0; r < rows.size(); ++r) {
-      double* o = &out[r * size_t(n)];
-      for (int64_t i = 0; i < m; ++i) {
-        const double xv = x.at(i, rows[r]);
-        const float* dpr = &dp[size_t(i * n)];
-        for (int64_t c = 0; c < n; ++c) o[c] += xv * double(dpr[c]);
-      }
-    }
-    return out;
-  }
+  if (output == 1) return dw_fp64_rows(x, dp, rows, m, n);  // dW[r, c] = sum_i X[i, r] dP[i, c]
+  out.assign(size_t(n), 0.0);
   for (int64_t i = 0; i < m; ++i)  // db[c] = sum_i dP[i, c]
     for (int64_t c = 0; c < n; ++c) out[size_t(c)] += double(dp[size_t(i * n + c)]);
   return out;

@@ -78,6 +78,7 @@
 //       build/bin/lesson07_w4a16 --m 16 --variant in_order,direct,warp_ring,narrow
 // Measured: docs/lessons/07_w4a16.md.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -88,6 +89,7 @@
 #include "07_w4a16/narrow_gemm.cuh"
 #include "07_w4a16/shuffled_gemm.cuh"
 #include "harness/catalog.hpp"
+#include "harness/fp64.hpp"
 #include "harness/gemm_problem.cuh"
 #include "harness/harness.cuh"
 #include "harness/report.hpp"
@@ -170,39 +172,54 @@ void fill_weights(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t se
   auto* szn = reinterpret_cast<uint16_t*>(in[kNarrowScales].data.data());
   const int64_t padded_groups = q4::shuffled_groups(k, int(g));
   auto* w = reinterpret_cast<uint16_t*>(in[kW].data.data());
-  std::vector<float> column(static_cast<size_t>(g));
-  std::vector<q4::GroupQuant> quant(static_cast<size_t>(n));
-  double diff2 = 0, ref2 = 0;
-  for (int64_t grp = 0; grp < k / g; ++grp) {
-    for (int64_t c = 0; c < n; ++c) {
-      for (int64_t r = 0; r < g; ++r) column[size_t(r)] = original_weight(seed, grp * g + r, c, n);
-      const q4::GroupQuant q = q4::quantize_group(column.data(), int(g), 1, round_half);
-      quant[size_t(c)] = q;
-      scales[grp * n + c] = float_to_half(q.scale);
-      zeros[grp * n + c] = float_to_half(q.zero);
-      sz[q4::shuffled_scale_index(grp, c, np, false)] = float_to_half(q.scale);
-      sz[q4::shuffled_scale_index(grp, c, np, true)] = float_to_half(q.zero);
-      szn[q4::narrow_scale_index(grp, c, padded_groups, false)] = float_to_half(q.scale);
-      szn[q4::narrow_scale_index(grp, c, padded_groups, true)] = float_to_half(q.zero);
-    }
-    for (int64_t r = grp * g; r < (grp + 1) * g; ++r)
-      for (int64_t c = 0; c < n; ++c) {
-        const q4::GroupQuant q = quant[size_t(c)];
-        const float w0 = original_weight(seed, r, c, n);
-        const uint32_t v = mode == "all0" ? 0u : mode == "all15" ? 15u : q4::quantize_value(w0, q);
-        const int64_t word = q4::gptq_word(r, c, n);
-        bq[word] = q4::set_nibble(bq[word], q4::gptq_nibble(r), v);
-        const q4::Position p = q4::shuffled_position(r, c, kp);
-        bs[p.word] = q4::set_nibble(bs[p.word], p.nibble, v);
-        const q4::Position pn = q4::narrow_position(r, c, kp);
-        bn[pn.word] = q4::set_nibble(bn[pn.word], pn.nibble, v);
-        const uint16_t h = float_to_half(q4::dequant_exact(v, q.zero, q.scale));
-        w[r * n + c] = h;
-        const double d = double(half_to_float(h)) - double(w0);
-        diff2 += d * d;
-        ref2 += double(w0) * double(w0);
+  // Blocks of columns on every host thread. A block is whole strips of every
+  // layout (64 columns: the shuffled layout's strip, four of the narrow one's),
+  // so no packed word holds values of two blocks. Each block keeps its own
+  // sums of the error, added in block order.
+  constexpr int64_t kBlock = q4::kStripColumns;
+  static_assert(kBlock % q4::kNarrowColumns == 0, "a block is whole narrow strips");
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<double> diff2s(size_t(blocks), 0.0), ref2s(size_t(blocks), 0.0);
+  on_host_threads(blocks, [&](int64_t blk) {
+    const int64_t c0 = blk * kBlock, c1 = std::min(n, c0 + kBlock);
+    std::vector<float> column(static_cast<size_t>(g));
+    std::vector<q4::GroupQuant> quant(static_cast<size_t>(c1 - c0));
+    double diff2 = 0, ref2 = 0;
+    for (int64_t grp = 0; grp < k / g; ++grp) {
+      for (int64_t c = c0; c < c1; ++c) {
+        for (int64_t r = 0; r < g; ++r) column[size_t(r)] = original_weight(seed, grp * g + r, c, n);
+        const q4::GroupQuant q = q4::quantize_group(column.data(), int(g), 1, round_half);
+        quant[size_t(c - c0)] = q;
+        scales[grp * n + c] = float_to_half(q.scale);
+        zeros[grp * n + c] = float_to_half(q.zero);
+        sz[q4::shuffled_scale_index(grp, c, np, false)] = float_to_half(q.scale);
+        sz[q4::shuffled_scale_index(grp, c, np, true)] = float_to_half(q.zero);
+        szn[q4::narrow_scale_index(grp, c, padded_groups, false)] = float_to_half(q.scale);
+        szn[q4::narrow_scale_index(grp, c, padded_groups, true)] = float_to_half(q.zero);
       }
-  }
+      for (int64_t r = grp * g; r < (grp + 1) * g; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+          const q4::GroupQuant q = quant[size_t(c - c0)];
+          const float w0 = original_weight(seed, r, c, n);
+          const uint32_t v = mode == "all0" ? 0u : mode == "all15" ? 15u : q4::quantize_value(w0, q);
+          const int64_t word = q4::gptq_word(r, c, n);
+          bq[word] = q4::set_nibble(bq[word], q4::gptq_nibble(r), v);
+          const q4::Position p = q4::shuffled_position(r, c, kp);
+          bs[p.word] = q4::set_nibble(bs[p.word], p.nibble, v);
+          const q4::Position pn = q4::narrow_position(r, c, kp);
+          bn[pn.word] = q4::set_nibble(bn[pn.word], pn.nibble, v);
+          const uint16_t h = float_to_half(q4::dequant_exact(v, q.zero, q.scale));
+          w[r * n + c] = h;
+          const double d = double(half_to_float(h)) - double(w0);
+          diff2 += d * d;
+          ref2 += double(w0) * double(w0);
+        }
+    }
+    diff2s[size_t(blk)] = diff2;
+    ref2s[size_t(blk)] = ref2;
+  });
+  double diff2 = 0, ref2 = 0;
+  for (int64_t blk = 0; blk < blocks; ++blk) diff2 += diff2s[size_t(blk)], ref2 += ref2s[size_t(blk)];
   g_quant = QuantStats{};
   g_quant.seed = seed;
   g_quant.random = mode == "random";
@@ -217,10 +234,14 @@ std::vector<double> w4_fp64_rows(const ProblemSize& s, const std::vector<HostTen
   if (!rows.empty() && g_quant.random) {
     std::vector<double> ideal(static_cast<size_t>(s.n), 0.0);
     const uint64_t seed = g_quant.seed;
-    for (int64_t kk = 0; kk < s.k; ++kk) {
-      const double av = in[kA].at(rows[0], kk);
-      for (int64_t j = 0; j < s.n; ++j) ideal[size_t(j)] += av * double(original_weight(seed, kk, j, s.n));
-    }
+    constexpr int64_t kCols = 256;  // blocks of columns on every host thread, each sum over k in order
+    on_host_threads((s.n + kCols - 1) / kCols, [&](int64_t b) {
+      const int64_t j0 = b * kCols, j1 = std::min<int64_t>(s.n, j0 + kCols);
+      for (int64_t kk = 0; kk < s.k; ++kk) {
+        const double av = in[kA].at(rows[0], kk);
+        for (int64_t j = j0; j < j1; ++j) ideal[size_t(j)] += av * double(original_weight(seed, kk, j, s.n));
+      }
+    });
     double diff2 = 0, ref2 = 0;
     for (int64_t j = 0; j < s.n; ++j) {
       const double d = out[size_t(j)] - ideal[size_t(j)];

@@ -6,7 +6,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
+#include <vector>
 
+#include "harness/fp64.hpp"
 #include "harness/params.hpp"
 #include "harness/tensor.hpp"
 #include "harness/verify.hpp"
@@ -178,6 +181,58 @@ TEST(Verify, AWrongFp64RowFailsThoughTheReferenceAgrees) {
   EXPECT_FALSE(v.check.passed);
   EXPECT_EQ(v.vs_reference.mismatches, 0);
   EXPECT_EQ(v.vs_fp64.mismatches, 1);
+}
+
+// The fp64 check's blocked product gives the plain triple loop's sums to the
+// bit (each sum in the same order), at shapes around its blocks (32 rows, 256
+// columns), from a starting value, with A in float and in double.
+template <class T>
+void expect_plain_loop_sums(int64_t rows, int64_t n, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  const auto fp16 = [&] { return half_to_float(float_to_half(uniform(rng))); };
+  std::vector<T> a(size_t(rows * k));
+  std::vector<float> b(size_t(k * n));
+  std::vector<double> start(size_t(rows * n));
+  for (T& v : a) v = T(fp16());
+  for (float& v : b) v = fp16();
+  for (double& v : start) v = double(fp16());
+  std::vector<double> plain = start, blocked = start;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int64_t j = 0; j < n; ++j)
+        plain[size_t(r * n + j)] += double(a[size_t(r * k + kk)]) * double(b[size_t(kk * n + j)]);
+  fp64_accumulate_product(a.data(), b.data(), blocked.data(), rows, n, k);
+  int64_t differ = 0;
+  for (size_t i = 0; i < plain.size(); ++i) differ += std::memcmp(&plain[i], &blocked[i], sizeof(double)) != 0;
+  EXPECT_EQ(differ, 0) << rows << " x " << n << " x " << k;
+}
+
+TEST(Fp64, BlockedProductIsThePlainLoopBitForBit) {
+  expect_plain_loop_sums<float>(1, 1, 1, 1);
+  expect_plain_loop_sums<float>(16, 4096, 3, 2);
+  expect_plain_loop_sums<float>(33, 257, 129, 3);
+  expect_plain_loop_sums<double>(70, 513, 64, 4);
+  expect_plain_loop_sums<double>(31, 255, 1, 5);
+  expect_plain_loop_sums<float>(200, 300, 40, 6);
+}
+
+// The sums start from what out holds, and k = 1 adds one term.
+TEST(Fp64, AddsOntoTheStartingValues) {
+  std::vector<float> a = {1.0f, 2.0f}, b = {3.0f, 4.0f};  // (1 x 2) (2 x 1)
+  std::vector<double> out = {0.5};
+  fp64_accumulate_product(a.data(), b.data(), out.data(), 1, 1, 2);
+  EXPECT_EQ(out[0], 11.5);
+  fp64_accumulate_product(a.data(), b.data(), out.data(), 1, 1, 1);  // k = 1: the first term alone, added on
+  EXPECT_EQ(out[0], 14.5);
+}
+
+TEST(Fp64, HostFloatsReadsAndTransposes) {
+  HostTensor t(TensorSpec{"T", 2, 3});
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 3; ++c) t.set(r, c, float(10 * r + c));
+  EXPECT_EQ(host_floats(t), (std::vector<float>{0, 1, 2, 10, 11, 12}));
+  EXPECT_EQ(host_floats(t, true), (std::vector<float>{0, 10, 1, 11, 2, 12}));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "common/check.cuh"
 #include "harness/catalog.hpp"
+#include "harness/fp64.hpp"
 
 namespace wb {
 
@@ -32,17 +33,11 @@ void cublas_gemm_rowmajor(cublasHandle_t h, const __half* a, const __half* b, __
 
 std::vector<double> fp64_product_rows(const HostTensor& a, const HostTensor& b, int64_t n, int64_t k,
                                       const std::vector<int64_t>& rows) {
-  std::vector<float> b_values(size_t(k * n));  // converted once: every row reads all of B
-  for (int64_t i = 0; i < k * n; ++i) b_values[size_t(i)] = b.value(i);
+  std::vector<float> a_rows(rows.size() * size_t(k));  // the sampled rows of A, fp16 values: exact in float
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (int64_t kk = 0; kk < k; ++kk) a_rows[r * size_t(k) + size_t(kk)] = a.at(rows[r], kk);
   std::vector<double> out(rows.size() * size_t(n), 0.0);
-  for (size_t r = 0; r < rows.size(); ++r) {
-    double* o = &out[r * size_t(n)];
-    for (int64_t kk = 0; kk < k; ++kk) {
-      const double av = a.at(rows[r], kk);
-      const float* brow = &b_values[size_t(kk * n)];
-      for (int64_t j = 0; j < n; ++j) o[j] += av * double(brow[j]);
-    }
-  }
+  fp64_accumulate_product(a_rows.data(), host_floats(b).data(), out.data(), int64_t(rows.size()), n, k);
   return out;
 }
 
