@@ -88,6 +88,7 @@
 #include "08_sparse_ffn/gather_streamk.cuh"
 #include "08_sparse_ffn/gather_wgmma.cuh"
 #include "harness/catalog.hpp"
+#include "harness/fp64.hpp"
 #include "harness/gemm_problem.cuh"
 #include "harness/harness.cuh"
 #include "harness/report.hpp"
@@ -189,14 +190,25 @@ void fill_ffn(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t seed) 
   auto* w2 = reinterpret_cast<uint16_t*>(in[kW2].data.data());
   const float a1 = 2.0f / std::sqrt(float(dm)), a2 = 2.0f / std::sqrt(float(dff));
   const uint64_t salt1 = mix(seed * 31 + 1), salt2 = mix(seed * 31 + 2);
-  for (int64_t k = 0; k < dm; ++k)
-    for (int64_t j = 0; j < cols; ++j) {
-      const uint16_t h = float_to_half(weight(salt1, uint64_t(k * cols + j), a1));
-      w1[k * cols + j] = h;
+  // Tiles of 64 x 64 weights on every host thread: a tile's lines of W1 and of
+  // neuron-major W1 are each written by one thread.
+  constexpr int64_t kTile = 64;
+  const int64_t k_tiles = (dm + kTile - 1) / kTile, j_tiles = (cols + kTile - 1) / kTile;
+  on_host_threads(k_tiles * j_tiles, [&](int64_t t) {
+    const int64_t k0 = t / j_tiles * kTile, j0 = t % j_tiles * kTile;
+    for (int64_t j = j0; j < std::min(cols, j0 + kTile); ++j) {
       const int64_t neuron = j % dff, which = j / dff;  // SwiGLU: gate columns, then up columns
-      w1n[(neuron * per + which) * dm + k] = h;          // neuron-major: a neuron's gate row, then its up row
+      uint16_t* row = w1n + (neuron * per + which) * dm;  // neuron-major: a neuron's gate row, then its up row
+      for (int64_t k = k0; k < std::min(dm, k0 + kTile); ++k) {
+        const uint16_t h = float_to_half(weight(salt1, uint64_t(k * cols + j), a1));
+        w1[k * cols + j] = h;
+        row[k] = h;
+      }
     }
-  for (int64_t i = 0; i < dff * dm; ++i) w2[i] = float_to_half(weight(salt2, uint64_t(i), a2));
+  });
+  on_host_threads(dff, [&](int64_t r) {
+    for (int64_t i = r * dm; i < (r + 1) * dm; ++i) w2[i] = float_to_half(weight(salt2, uint64_t(i), a2));
+  });
 
   std::vector<int32_t> idx = listed_active(s);
   if (s.params.text("indices").empty()) idx = ffn::draw_active(int(dff), active_of(s), seed);
