@@ -259,11 +259,11 @@ std::vector<double> ffn_fp64_rows(const ProblemSize& s, const std::vector<HostTe
   std::sort(by_column.begin(), by_column.end(), [&](size_t a, size_t b) { return idx[a] < idx[b]; });
 
   // h[p * nr + r]: the activated intermediate of the list's neuron p in sampled row r.
-  std::vector<double> h(count * nr), gate(block * nr), up(block * nr);
-  for (size_t p0 = 0; p0 < count; p0 += block) {
-    const size_t pn = std::min(block, count - p0);
-    std::fill(gate.begin(), gate.end(), 0.0);
-    std::fill(up.begin(), up.end(), 0.0);
+  // The blocks of neurons, then of Y's columns, on every host thread.
+  std::vector<double> h(count * nr);
+  on_host_threads(int64_t((count + block - 1) / block), [&](int64_t b) {
+    const size_t p0 = size_t(b) * block, pn = std::min(block, count - p0);
+    std::vector<double> gate(block * nr, 0.0), up(block * nr, 0.0);
     for (size_t k = 0; k < ndm; ++k) {
       const double* xk = xs.data() + k * nr;
       const int64_t row = int64_t(k) * cols;
@@ -283,12 +283,12 @@ std::vector<double> ffn_fp64_rows(const ProblemSize& s, const std::vector<HostTe
         h[by_column[p0 + q] * nr + r] =
             md.swiglu ? apply_activation(Activation::silu, g) * up[q * nr + r] : apply_activation(md.act, g);
       }
-  }
+  });
 
-  std::vector<double> out(nr * ndm), acc(block * nr);
-  for (size_t c0 = 0; c0 < ndm; c0 += block) {
-    const size_t cn = std::min(block, ndm - c0);
-    std::fill(acc.begin(), acc.end(), 0.0);
+  std::vector<double> out(nr * ndm);
+  on_host_threads(int64_t((ndm + block - 1) / block), [&](int64_t b) {
+    const size_t c0 = size_t(b) * block, cn = std::min(block, ndm - c0);
+    std::vector<double> acc(block * nr, 0.0);
     for (size_t p = 0; p < count; ++p) {
       const double* hp = h.data() + p * nr;
       const int64_t row = idx[p] * dm + int64_t(c0);
@@ -299,7 +299,7 @@ std::vector<double> ffn_fp64_rows(const ProblemSize& s, const std::vector<HostTe
     }
     for (size_t j = 0; j < cn; ++j)
       for (size_t r = 0; r < nr; ++r) out[r * ndm + c0 + j] = acc[j * nr + r];
-  }
+  });
   return out;
 }
 
