@@ -236,70 +236,49 @@ void fill_ffn(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t seed) 
 }
 
 // fp64 rows of Y: only the active neurons, straight from the definition. The
-// sampled rows go together: each weight is read once for all of them, and the
-// loops run over blocks of neurons (in the order of their columns of W1, so a
-// block reads neighbouring weights) and of Y's columns, whose sums stay in
-// cache. Every sum still runs in the definition's order (over k, then over the
-// list's neurons), so none of this changes a bit.
+// active columns of W1 (SwiGLU: the gate's, then the up's) and the active rows
+// of W2 are gathered once, and both products run on the harness's fp64
+// product (every sum in the definition's order: over k, then over the list's
+// neurons).
 std::vector<double> ffn_fp64_rows(const ProblemSize& s, const std::vector<HostTensor>& in, size_t,
                                   const std::vector<int64_t>& rows) {
   const ffn::Model& md = model_of(s);
   const int64_t dm = md.d_model, dff = md.d_ff, cols = int64_t(ffn::up_columns_per_neuron(md)) * dff;
-  const size_t count = size_t(active_of(s)), nr = rows.size(), ndm = size_t(dm);
+  const int64_t count = active_of(s), per = ffn::up_columns_per_neuron(md), nr = int64_t(rows.size());
   const HostTensor &w1 = in[kW1], &w2 = in[kW2];
-  const size_t block = std::max<size_t>(64, 4096 / std::max<size_t>(1, nr));  // a block's sums: 32 KiB
-  std::vector<int64_t> idx(count);
-  for (size_t p = 0; p < count; ++p) idx[p] = in[kI].int_value(int64_t(p));
-  std::vector<double> xs(ndm * nr);  // the sampled rows of X, k-major
-  for (size_t r = 0; r < nr; ++r)
-    for (size_t k = 0; k < ndm; ++k) xs[k * nr + r] = in[kX].at(rows[r], int64_t(k));
+  std::vector<int64_t> idx(static_cast<size_t>(count));
+  for (int64_t p = 0; p < count; ++p) idx[size_t(p)] = in[kI].int_value(p);
+  std::vector<float> xs(size_t(nr * dm));  // the sampled rows of X
+  for (int64_t r = 0; r < nr; ++r)
+    for (int64_t k = 0; k < dm; ++k) xs[size_t(r * dm + k)] = in[kX].at(rows[size_t(r)], k);
 
-  std::vector<size_t> by_column(count);  // the list's positions, by neuron
-  for (size_t p = 0; p < count; ++p) by_column[p] = p;
-  std::sort(by_column.begin(), by_column.end(), [&](size_t a, size_t b) { return idx[a] < idx[b]; });
-
-  // h[p * nr + r]: the activated intermediate of the list's neuron p in sampled row r.
-  // The blocks of neurons, then of Y's columns, on every host thread.
-  std::vector<double> h(count * nr);
-  on_host_threads(int64_t((count + block - 1) / block), [&](int64_t b) {
-    const size_t p0 = size_t(b) * block, pn = std::min(block, count - p0);
-    std::vector<double> gate(block * nr, 0.0), up(block * nr, 0.0);
-    for (size_t k = 0; k < ndm; ++k) {
-      const double* xk = xs.data() + k * nr;
-      const int64_t row = int64_t(k) * cols;
-      for (size_t q = 0; q < pn; ++q) {
-        const int64_t at = row + idx[by_column[p0 + q]];
-        const double g = w1.value(at);
-        for (size_t r = 0; r < nr; ++r) gate[q * nr + r] += xk[r] * g;
-        if (md.swiglu) {
-          const double u = w1.value(at + dff);
-          for (size_t r = 0; r < nr; ++r) up[q * nr + r] += xk[r] * u;
-        }
-      }
-    }
-    for (size_t q = 0; q < pn; ++q)
-      for (size_t r = 0; r < nr; ++r) {
-        const double g = gate[q * nr + r];
-        h[by_column[p0 + q] * nr + r] =
-            md.swiglu ? apply_activation(Activation::silu, g) * up[q * nr + r] : apply_activation(md.act, g);
-      }
+  // Up: the gathered columns of W1 (dm x per * count: the gate's, then the up's).
+  const int64_t up_cols = per * count;
+  std::vector<float> w1a(size_t(dm * up_cols));
+  on_host_threads(dm, [&](int64_t k) {
+    for (int64_t w = 0; w < per; ++w)
+      for (int64_t p = 0; p < count; ++p)
+        w1a[size_t(k * up_cols + w * count + p)] = w1.value(k * cols + w * dff + idx[size_t(p)]);
   });
+  std::vector<double> up(size_t(nr * up_cols), 0.0);
+  fp64_accumulate_product(xs.data(), w1a.data(), up.data(), nr, up_cols, dm);
 
-  std::vector<double> out(nr * ndm);
-  on_host_threads(int64_t((ndm + block - 1) / block), [&](int64_t b) {
-    const size_t c0 = size_t(b) * block, cn = std::min(block, ndm - c0);
-    std::vector<double> acc(block * nr, 0.0);
-    for (size_t p = 0; p < count; ++p) {
-      const double* hp = h.data() + p * nr;
-      const int64_t row = idx[p] * dm + int64_t(c0);
-      for (size_t j = 0; j < cn; ++j) {
-        const double w = w2.value(row + int64_t(j));
-        for (size_t r = 0; r < nr; ++r) acc[j * nr + r] += hp[r] * w;
-      }
+  // The intermediate, a row per sampled row: act(gate), or silu(gate) * up.
+  std::vector<double> h(size_t(nr * count));
+  for (int64_t r = 0; r < nr; ++r)
+    for (int64_t p = 0; p < count; ++p) {
+      const double g = up[size_t(r * up_cols + p)];
+      h[size_t(r * count + p)] = md.swiglu ? apply_activation(Activation::silu, g) * up[size_t(r * up_cols + count + p)]
+                                           : apply_activation(md.act, g);
     }
-    for (size_t j = 0; j < cn; ++j)
-      for (size_t r = 0; r < nr; ++r) out[r * ndm + c0 + j] = acc[j * nr + r];
+
+  // Down: the gathered rows of W2 (count x dm).
+  std::vector<float> w2a(size_t(count * dm));
+  on_host_threads(count, [&](int64_t p) {
+    for (int64_t c = 0; c < dm; ++c) w2a[size_t(p * dm + c)] = w2.value(idx[size_t(p)] * dm + c);
   });
+  std::vector<double> out(size_t(nr * dm), 0.0);
+  fp64_accumulate_product(h.data(), w2a.data(), out.data(), nr, dm, count);
   return out;
 }
 
