@@ -432,7 +432,10 @@ for s in "${stages[@]}"; do
 done
 {
   echo "matmul-workbook GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${WORKBOOK_COMMIT:-$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}"
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null | sed 's/^/GPU: /'
+  # The GPU the stages run on: the one CUDA_VISIBLE_DEVICES names on a machine of several, else all.
+  gpu_sel=()
+  [[ ${CUDA_VISIBLE_DEVICES:-} =~ ^[0-9]+$ ]] && gpu_sel=(-i "$CUDA_VISIBLE_DEVICES")
+  nvidia-smi "${gpu_sel[@]}" --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>/dev/null | sed 's/^/GPU: /'
   nvcc --version 2>/dev/null | tail -n 1
 } | tee "$summary"
 for s in "${stages[@]}"; do
