@@ -5,7 +5,8 @@
 //                            recorded on a real GPU)
 //   workbook list [--ids]    the lessons, whether this build has them, what is recorded
 //   workbook compare --m M --n N --k K [--json PATH] [--reps R] [--rounds R] [--device D]
-//                            every variant of every lesson on one shape, one ranked table
+//                            every variant of every lesson on one shape, ranked: one table
+//                            per reference (the plain product's lessons share cuBLAS's)
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -36,7 +37,8 @@ constexpr const char* kUsage =
     "usage: workbook                 run the lessons in order\n"
     "       workbook list [--ids]    list the lessons (--ids: their ids alone, one per line)\n"
     "       workbook compare [--m M] [--n N] [--k K] [--json PATH] [--reps R] [--rounds R] [--seed S] [--device D]\n"
-    "                                every variant of every lesson on one shape, ranked\n";
+    "                                every variant of every lesson on one shape, ranked against\n"
+    "                                its reference: one table per reference\n";
 
 fs::path bin_dir() {
   std::error_code ec;
@@ -118,30 +120,37 @@ struct Ranked {
 // A GPU device node exists (workbook is host-only: it cannot ask the driver).
 bool gpu_present() { return fs::exists("/dev/nvidiactl") || fs::exists("/dev/nvidia0"); }
 
-// The ranked table of a compare, live or recorded.
+// The ranked tables of a compare, live or recorded: one per problem (lessons
+// timed against the same reference share a table; the others each get their own).
 void print_compare(const Compare& c) {
   if (!c.runs.empty())
-    std::printf("GPU: %s\nshape: M=%lld N=%lld K=%lld, %s\n\n", describe_gpu(c.runs.front().header).c_str(),
+    std::printf("GPU: %s\nshape: M=%lld N=%lld K=%lld, %s\n", describe_gpu(c.runs.front().header).c_str(),
                 static_cast<long long>(c.m), static_cast<long long>(c.n), static_cast<long long>(c.k),
                 c.runs.front().header.dtype.c_str());
-  std::printf("%4s  %-18s %-22s %10s %9s %9s  %s\n", "rank", "lesson", "variant", "ms", "TFLOP/s", "% cuBLAS",
-              "check");
-  std::printf("%s\n", std::string(88, '-').c_str());
-  if (c.cublas_median_ms > 0) {
-    const double ms = c.cublas_median_ms;
-    std::printf("%4s  %-18s %-22s %10.4f %9.2f %8.1f%%  reference\n", "-", "cuBLAS", "cublasGemmEx", ms,
-                2.0 * double(c.m) * double(c.n) * double(c.k) / (ms * 1e-3) / 1e12, 100.0);
+  const std::vector<CompareProblem> problems = compare_problems(c);
+  for (size_t p = 0; p < problems.size(); ++p) {
+    const CompareProblem& pr = problems[p];
+    std::string lessons;
+    for (const std::string& l : pr.lessons) lessons += (lessons.empty() ? "" : ", ") + l;
+    std::printf("\n%s %s, against: %s\n", pr.lessons.size() > 1 ? "lessons" : "lesson", lessons.c_str(),
+                pr.reference_what.c_str());
+    for (const Results& r : c.runs)  // lesson 08: its model's N and K at the compare's M
+      if (std::find(pr.lessons.begin(), pr.lessons.end(), r.header.lesson) != pr.lessons.end() &&
+          std::find(c.own_sizes.begin(), c.own_sizes.end(), r.header.lesson) != c.own_sizes.end())
+        std::printf("%s runs at its own N and K: M=%lld N=%lld K=%lld\n", r.header.lesson.c_str(),
+                    static_cast<long long>(r.header.m), static_cast<long long>(r.header.n),
+                    static_cast<long long>(r.header.k));
+    std::printf("%4s  %-18s %-22s %10s %9s %9s  %s\n", "rank", "lesson", "variant", "ms", "TFLOP/s", "% cuBLAS",
+                "check");
+    std::printf("%s\n", std::string(88, '-').c_str());
+    std::printf("%4s  %-18s %-22s %10.4f %9.2f %8.1f%%  reference\n", "-", "reference", pr.reference_name.c_str(),
+                pr.reference_ms, pr.reference_tflops, 100.0);
+    for (const RankedVariant& v : pr.ranked)
+      std::printf("%4d  %-18s %-22s %10.4f %9.2f %8.1f%%  %s\n", v.rank, v.lesson.c_str(), v.variant.c_str(),
+                  v.median_ms, v.tflops, 100.0 * v.vs_cublas, !v.checked ? "not checked" : v.passed ? "pass" : "FAIL");
   }
-  for (const RankedVariant& v : c.ranked)
-    std::printf("%4d  %-18s %-22s %10.4f %9.2f %8.1f%%  %s\n", v.rank, v.lesson.c_str(), v.variant.c_str(),
-                v.median_ms, v.tflops, 100.0 * v.vs_cublas, !v.checked ? "not checked" : v.passed ? "pass" : "FAIL");
-  std::printf("%% cuBLAS: each variant against its lesson's cuBLAS reference timed in the same lesson run "
-              "(interleaved rounds); ranked by it\n");
-  for (const Results& r : c.runs)
-    if (std::find(c.own_sizes.begin(), c.own_sizes.end(), r.header.lesson) != c.own_sizes.end())
-      std::printf("%s: its own N and K (M=%lld N=%lld K=%lld), against its own reference, not the cuBLAS line above\n",
-                  r.header.lesson.c_str(), static_cast<long long>(r.header.m), static_cast<long long>(r.header.n),
-                  static_cast<long long>(r.header.k));
+  std::printf("\n%% cuBLAS: each variant against its lesson's reference timed in the same lesson run (interleaved "
+              "rounds), ranked by it within its table; lessons with references of their own are ranked apart\n");
   for (const Results& r : c.runs)
     for (const VariantResult& v : r.variants)
       if (v.bound && !v.skipped)
@@ -261,12 +270,6 @@ int cmd_compare(int argc, char** argv) {
   fs::remove_all(tmp_dir, ec);
   if (runs.empty()) return worst == kExitOk ? kExitFailed : worst;
 
-  // cuBLAS once: the median of its medians over the lesson runs.
-  std::vector<double> cublas_ms;
-  for (const Results& r : runs)
-    for (const VariantResult& v : r.variants)
-      if (v.reference && !v.skipped) cublas_ms.push_back(v.median_ms);
-  std::sort(cublas_ms.begin(), cublas_ms.end());
   // Ranked by % of cuBLAS: each variant met cuBLAS round by round in the same
   // run, while its median time also carries the clock the board happened to run
   // at (one run at 4096^3 on H100: balanced 0.196 ms at 101.3% of cuBLAS,
@@ -281,13 +284,14 @@ int cmd_compare(int argc, char** argv) {
   c.n = opt.n;
   c.k = opt.k;
   c.own_sizes = own_sizes;
-  c.cublas_median_ms = cublas_ms.empty() ? 0.0 : cublas_ms[cublas_ms.size() / 2];
   for (size_t i = 0; i < rows.size(); ++i) {
     const VariantResult& v = rows[i].v;
     c.ranked.push_back(RankedVariant{int(i) + 1, rows[i].lesson, v.name, v.median_ms, v.tflops, v.vs_cublas,
                                      v.rel_err, v.passed, v.checked});
   }
   c.runs = runs;
+  // cuBLAS once: the median of its medians over the runs of the plain product's lessons.
+  c.cublas_median_ms = compare_problems(c).front().reference_ms;
   std::printf("\n");
   print_compare(c);
   if (!opt.json_path.empty()) {

@@ -80,6 +80,17 @@ TEST(WorkbookCli, WithoutGpuCompareShowsTheRecordingOrSaysWhichShapesAre) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("RECORDED on"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("lesson04_hopper"), std::string::npos) << r.out;
+  // Lessons with references of their own (the backward's sequence, the dense FFN) get tables of
+  // their own: none of their rows sits in the plain product's table.
+  const size_t own05 = r.out.find("lesson lesson05_backward, against:");
+  const size_t own08 = r.out.find("lesson lesson08_sparse_ffn, against:");
+  ASSERT_NE(own05, std::string::npos) << r.out;
+  ASSERT_NE(own08, std::string::npos) << r.out;
+  const size_t plain = r.out.find("lessons lesson01_naive");
+  ASSERT_NE(plain, std::string::npos) << r.out;
+  EXPECT_LT(plain, std::min(own05, own08)) << r.out;
+  EXPECT_GT(r.out.find("  lesson05_backward "), own05) << r.out;
+  EXPECT_GT(r.out.find("  lesson08_sparse_ffn "), own08) << r.out;
   r = run("workbook compare --m 2048 --n 2048 --k 2048 --json /tmp/wb-no-gpu-compare.json");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_FALSE(fs::exists("/tmp/wb-no-gpu-compare.json"));

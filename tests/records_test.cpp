@@ -212,6 +212,54 @@ TEST(Records, CompareRunsAtTheirOwnSizesOnlyWhereNamed) {
   fs::remove_all(dir);
 }
 
+// Lessons timed against the same reference are one problem and ranked together;
+// a lesson with a reference of its own is ranked apart, its ranks from 1 again.
+// A ranked row must belong to a run.
+TEST(Records, CompareProblemsFollowTheReferences) {
+  auto run = [](const std::string& lesson, const std::string& ref_what, double ref_ms) {
+    Results r = sample_results();
+    r.header.lesson = lesson;
+    r.reference = "cublas";
+    VariantResult ref;
+    ref.name = "cublas";
+    ref.what = ref_what;
+    ref.reference = true;
+    ref.median_ms = ref_ms;
+    ref.min_ms = ref_ms;
+    ref.max_ms = ref_ms;
+    ref.samples = 21;
+    ref.tflops = 2.0 * 127 * 257 * 129 / (ref_ms * 1e-3) / 1e12;
+    ref.passed = true;
+    ref.vs_cublas = 1;
+    r.variants.push_back(ref);
+    return r;
+  };
+  Compare c = sample_compare();
+  c.runs = {run("lesson05_backward", "the backward's sequence", 0.9), run("lesson01_naive", "cublasGemmEx", 0.5),
+            run("lesson04_hopper", "cublasGemmEx", 0.3), run("lesson06_splitk", "cublasGemmEx", 0.4)};
+  c.ranked.clear();
+  const std::vector<std::pair<std::string, double>> rows = {
+      {"lesson05_backward", 1.2}, {"lesson04_hopper", 1.01}, {"lesson06_splitk", 0.5}, {"lesson01_naive", 0.01}};
+  for (size_t i = 0; i < rows.size(); ++i)
+    c.ranked.push_back(RankedVariant{int(i) + 1, rows[i].first, "v", 1.0, 0.1, rows[i].second, 0, true, true});
+  const std::vector<CompareProblem> p = compare_problems(c);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].reference_what, "cublasGemmEx");  // the problem most lessons share comes first
+  EXPECT_EQ(p[0].lessons, (std::vector<std::string>{"lesson01_naive", "lesson04_hopper", "lesson06_splitk"}));
+  EXPECT_EQ(p[0].reference_ms, 0.4);  // the median of 0.3, 0.4 and 0.5
+  ASSERT_EQ(p[0].ranked.size(), 3u);
+  EXPECT_EQ(p[0].ranked[0].lesson, "lesson04_hopper");
+  EXPECT_EQ(p[0].ranked[0].rank, 1);
+  EXPECT_EQ(p[0].ranked[2].rank, 3);
+  EXPECT_EQ(p[1].lessons, (std::vector<std::string>{"lesson05_backward"}));
+  EXPECT_EQ(p[1].reference_ms, 0.9);
+  ASSERT_EQ(p[1].ranked.size(), 1u);
+  EXPECT_EQ(p[1].ranked[0].rank, 1);
+  EXPECT_EQ(compare_to_json(compare_from_json(compare_to_json(c))), compare_to_json(c));
+  c.ranked[2].lesson = "lesson07_w4a16";  // no run of it
+  EXPECT_THROW(compare_from_json(compare_to_json(c)), RecordError);
+}
+
 // A compare written before `own_sizes` existed reads as naming none.
 TEST(Records, CompareWithoutOwnSizesReads) {
   std::string text = compare_to_json(sample_compare());

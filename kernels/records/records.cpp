@@ -679,7 +679,48 @@ Compare compare_from_json(const std::string& text) {
       throw RecordError("runs[" + std::to_string(i) + "]: its shape is not the compare's" +
                         (own ? std::string(" (its M differs)") : std::string()));
   }
+  for (size_t i = 0; i < c.ranked.size(); ++i)
+    if (std::none_of(c.runs.begin(), c.runs.end(),
+                     [&](const Results& r) { return r.header.lesson == c.ranked[i].lesson; }))
+      throw RecordError("ranked[" + std::to_string(i) + "].lesson: " + c.ranked[i].lesson + " has no run");
   return c;
+}
+
+std::vector<CompareProblem> compare_problems(const Compare& c) {
+  std::vector<CompareProblem> problems;
+  std::vector<std::vector<const VariantResult*>> refs;  // per problem, its runs' reference rows
+  for (const Results& r : c.runs) {
+    const VariantResult* ref = nullptr;
+    for (const VariantResult& v : r.variants)
+      if (v.name == r.reference && !v.skipped) ref = &v;
+    const std::string what = ref ? ref->what : r.header.lesson;  // no reference row: a problem of its own
+    size_t p = 0;
+    while (p < problems.size() && problems[p].reference_what != what) ++p;
+    if (p == problems.size()) {
+      problems.push_back(CompareProblem{what, r.reference, {}, 0, 0, {}});
+      refs.emplace_back();
+    }
+    problems[p].lessons.push_back(r.header.lesson);
+    if (ref) refs[p].push_back(ref);
+  }
+  for (size_t p = 0; p < problems.size(); ++p) {
+    std::vector<const VariantResult*>& rs = refs[p];
+    std::sort(rs.begin(), rs.end(),
+              [](const VariantResult* a, const VariantResult* b) { return a->median_ms < b->median_ms; });
+    if (!rs.empty()) {
+      problems[p].reference_ms = rs[rs.size() / 2]->median_ms;
+      problems[p].reference_tflops = rs[rs.size() / 2]->tflops;
+    }
+    for (const RankedVariant& v : c.ranked)
+      if (std::find(problems[p].lessons.begin(), problems[p].lessons.end(), v.lesson) != problems[p].lessons.end()) {
+        problems[p].ranked.push_back(v);
+        problems[p].ranked.back().rank = int(problems[p].ranked.size());
+      }
+  }
+  std::stable_sort(problems.begin(), problems.end(), [](const CompareProblem& a, const CompareProblem& b) {
+    return a.lessons.size() > b.lessons.size();
+  });
+  return problems;
 }
 
 // ---------------------------------------------------------------- files

@@ -198,10 +198,30 @@ struct Compare {
   // Lessons whose N and K follow from their own options (lesson 08's model):
   // their runs are at the compare's M and their own N and K.
   std::vector<std::string> own_sizes;
-  double cublas_median_ms = 0;     // the reference's median over the lesson runs (0: none)
-  std::vector<RankedVariant> ranked;
+  // The reference's median over the runs of the first of compare_problems (the
+  // plain product on cuBLAS); files written before the problems were told apart
+  // took it over every run (0: none).
+  double cublas_median_ms = 0;
+  std::vector<RankedVariant> ranked;  // every lesson's variants by their ratio to their own reference
   std::vector<Results> runs;       // one per lesson
 };
+
+// One problem of a compare. Runs whose reference row says the same (the plain
+// product on cuBLAS) solve one problem and are ranked together; a lesson with a
+// reference of its own (lesson 05's backward sequence, lesson 07's cuBLAS on the
+// dequantized weights, lesson 08's dense FFN) is a problem of its own, since a
+// ratio to one reference says nothing against a ratio to another.
+struct CompareProblem {
+  std::string reference_what;         // the reference row's line
+  std::string reference_name;         // its name ("cublas")
+  std::vector<std::string> lessons;   // in the order of the runs
+  double reference_ms = 0;            // the median of those runs' reference medians
+  double reference_tflops = 0;        // that run's reference rate
+  std::vector<RankedVariant> ranked;  // its variants in Compare::ranked's order, ranked 1, 2, ... within it
+};
+// The problems of a compare: the one most lessons share first, then the others
+// in the order of their runs.
+std::vector<CompareProblem> compare_problems(const Compare& c);
 
 // Serialise (pretty JSON) and parse/validate. Parse errors throw RecordError.
 std::string results_to_json(const Results& r);
