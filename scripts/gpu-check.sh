@@ -91,6 +91,11 @@ stage_tests() {
   "$bin/cpu_tests" --gtest_brief=1 || rc=1
   if [ -n "${GPU_CHECK_GTEST_FILTER:-}" ]; then
     echo "GPU tests: only gpu_tests --gtest_filter=$GPU_CHECK_GTEST_FILTER (GPU_CHECK_GTEST_FILTER)"
+    # A filter that names no test would pass having run nothing.
+    if ! "$bin/gpu_tests" --gtest_list_tests --gtest_filter="$GPU_CHECK_GTEST_FILTER" | grep -q '^  '; then
+      echo "GPU_CHECK_GTEST_FILTER='$GPU_CHECK_GTEST_FILTER' names no test of gpu_tests (gpu_tests --gtest_list_tests lists them)"
+      return 1
+    fi
     "$bin/gpu_tests" --gtest_brief=1 --gtest_filter="$GPU_CHECK_GTEST_FILTER" || rc=1
     return $rc
   fi
