@@ -37,6 +37,12 @@
 //                         product dZ = dY Vᵀ reads P in its epilogue (staged
 //                         in shared memory while its k loop runs) and stores
 //                         dP, with db's partial sums; no dZ, no act' pass
+//   step 6  pass_inside   step 3's pass inside the products' launch: the
+//                         producer warpgroup's TMA needs one thread, so its
+//                         other three warps form dP (and db) while the
+//                         consumers multiply, chunk by chunk in the order the
+//                         tiles read it; the TMA thread waits for a chunk's
+//                         count before it loads from it
 //   cublaslt              NVIDIA's cuBLASLt for both products, db fused into
 //                         the dW product (CUBLASLT_EPILOGUE_BGRADA); with
 //                         --part chain and GELU its DGELU(_BGRAD) epilogue
@@ -127,16 +133,18 @@ bool whole_backward(const ProblemSize& s) { return part_of(s) == Part::all || is
 // 5's 16-row partials of db (fp32), then cuBLASLt's workspace.
 size_t align256(size_t b) { return (b + 255) / 256 * 256; }
 size_t dp_bytes(const ProblemSize& s) { return align256(size_t(s.m) * size_t(s.n) * sizeof(__half)); }
-size_t partials_bytes(const ProblemSize& s) {
-  return align256(size_t(db_partial_rows(s.m)) * size_t(s.n) * sizeof(float));
+size_t partials_bytes(const ProblemSize& s) {  // step 3's pass's rows of db partials, or step 6's
+  return align256(size_t(std::max(db_partial_rows(s.m), pass_partial_rows(s.m))) * size_t(s.n) * sizeof(float));
 }
 size_t saved_p_bytes(const ProblemSize& s) { return is_train(s) ? dp_bytes(s) : 0; }
 size_t chain_dz_bytes(const ProblemSize& s) { return is_chain(s) ? dp_bytes(s) : 0; }
 size_t epi_partials_bytes(const ProblemSize& s) {
   return is_chain(s) ? align256(size_t(epilogue_db_partial_rows(s.m)) * size_t(s.n) * sizeof(float)) : 0;
 }
+size_t pass_counter_bytes(const ProblemSize& s) { return align256(size_t(pass_counter_words(s.m, s.n)) * 4); }
 size_t scratch_bytes(const ProblemSize& s) {
-  return dp_bytes(s) + partials_bytes(s) + saved_p_bytes(s) + chain_dz_bytes(s) + epi_partials_bytes(s);
+  return dp_bytes(s) + partials_bytes(s) + saved_p_bytes(s) + chain_dz_bytes(s) + epi_partials_bytes(s) +
+         pass_counter_bytes(s);
 }
 size_t scratch_and_lt_bytes(const ProblemSize& s) { return scratch_bytes(s) + kCublasLtWorkspaceBytes; }
 
@@ -207,6 +215,7 @@ BackwardArgs backward_args(const Buffers& b) {
   a.act = activation_of(s);
   a.dp = reinterpret_cast<__half*>(ws);
   a.db_partials = reinterpret_cast<float*>(ws + dp_bytes(s));
+  a.pass_counters = reinterpret_cast<uint32_t*>(ws + scratch_bytes(s) - pass_counter_bytes(s));
   a.trace = b.trace;
   return a;
 }
@@ -553,6 +562,21 @@ std::vector<Variant> variants() {
     v.config = [](const ProblemSize& s) { return layout_config(s, Launches::one); };
     v.note = fallback_note;
     v.skip = chain_only;
+    out.push_back(v);
+  }
+  {
+    Variant v = backward_variant(
+        "pass_inside",
+        "step 3 with the act' pass (and db) inside the products' launch: the producer warpgroup's three spare warps "
+        "form dP a chunk ahead of the tiles that read it",
+        90, [](const BackwardArgs& a, cudaStream_t st) {
+          if (!tma_ok(ProblemSize{a.m, a.n, a.k, {}})) return act_pass_then_one_launch(a, st);
+          PassInsideArgs g{a.x, a.w, a.p, a.dz, a.dp, a.dx, a.dw, a.db, a.db_partials, a.pass_counters, a.m, a.n, a.k};
+          launch_pass_inside(g, a.act, a.trace, st);
+        });
+    v.config = [](const ProblemSize& s) { return layout_config(s, Launches::one); };
+    v.note = fallback_note;
+    v.skip = both_products_only;
     out.push_back(v);
   }
   {

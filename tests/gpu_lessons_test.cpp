@@ -189,8 +189,9 @@ TEST_P(Backward, EveryVariantMatchesCublasAndFp64) {
     EXPECT_EQ(v.outputs.size(), std::string(c.bias) == "yes" ? 3u : 2u) << v.name;
     ++checked;
   }
-  // notebook, tma_layouts, one_launch, fused, cublaslt; and for ReLU relu_mask (act' from the saved bitmask)
-  EXPECT_EQ(checked, std::string(c.act) == "relu" ? 6 : 5) << r.out;
+  // notebook, tma_layouts, one_launch, fused, pass_inside, cublaslt; and for ReLU relu_mask (act' from the
+  // saved bitmask)
+  EXPECT_EQ(checked, std::string(c.act) == "relu" ? 7 : 6) << r.out;
   for (const VariantResult& v : res.variants)
     if (v.name == "relu_mask" && std::string(c.act) != "relu")
       EXPECT_NE(v.skip_reason.find("need P itself"), std::string::npos) << v.skip_reason;
@@ -239,7 +240,7 @@ TEST_P(BackwardTrain, ForwardAndBackwardMatchCublasAndFp64) {
     for (const OutputCheck& o : v.outputs) EXPECT_TRUE(o.passed) << v.name << ": " << o.name;
     ++checked;
   }
-  EXPECT_EQ(checked, 5) << r.out;  // notebook, tma_layouts, one_launch, fused, cublaslt
+  EXPECT_EQ(checked, 6) << r.out;  // notebook, tma_layouts, one_launch, fused, pass_inside, cublaslt
   fs::remove(json);
 }
 
@@ -286,7 +287,7 @@ TEST_P(BackwardChain, EveryStepMatchesCublasAndFp64) {
     for (const OutputCheck& o : v.outputs) EXPECT_TRUE(o.passed) << v.name << ": " << o.name;
     ++checked;
   }
-  EXPECT_EQ(checked, 6) << r.out;  // notebook, tma_layouts, one_launch, fused, dz_epilogue, cublaslt
+  EXPECT_EQ(checked, 7) << r.out;  // notebook, tma_layouts, one_launch, fused, dz_epilogue, pass_inside, cublaslt
   fs::remove(json);
 }
 
@@ -325,7 +326,8 @@ TEST(Backward, EachProductAloneMatchesCublasSameLayoutGemm) {
           if (v.name == "dz_epilogue") {
             EXPECT_NE(v.skip_reason.find("--part chain"), std::string::npos) << what << ": " << v.skip_reason;
           } else {
-            EXPECT_TRUE(v.name == "one_launch" || v.name == "relu_mask" || v.name == "fused")
+            EXPECT_TRUE(v.name == "one_launch" || v.name == "relu_mask" || v.name == "fused" ||
+                        v.name == "pass_inside")
                 << what << ": " << v.name << " skipped";
             EXPECT_NE(v.skip_reason.find("both products"), std::string::npos) << what << ": " << v.skip_reason;
           }
@@ -338,7 +340,7 @@ TEST(Backward, EachProductAloneMatchesCublasSameLayoutGemm) {
         ++checked;
       }
       EXPECT_EQ(checked, 3) << what << ": " << r.out;  // notebook, tma_layouts, cublaslt
-      EXPECT_EQ(skipped, 4) << what << ": " << r.out;
+      EXPECT_EQ(skipped, 5) << what << ": " << r.out;
     }
   }
   fs::remove(json);
@@ -382,7 +384,7 @@ TEST(Backward, TracesStackBothProducts) {
     EXPECT_EQ(int64_t(t.records.size()), int64_t(dx.tiles_m) * dx.tiles_n + int64_t(dw.tiles_m) * dw.tiles_n)
         << name;
   }
-  EXPECT_EQ(traces, 5) << r.out;  // notebook, tma_layouts, one_launch, relu_mask (the default act), fused
+  EXPECT_EQ(traces, 6) << r.out;  // notebook, tma_layouts, one_launch, relu_mask (the default act), fused, pass_inside
   fs::remove_all(base.parent_path());
 }
 

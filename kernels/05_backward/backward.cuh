@@ -62,6 +62,8 @@ struct BackwardArgs {
   const __half* dy = nullptr;
   const __half* v = nullptr;
   float* epi_db_partials = nullptr;
+  // Step 6: the in-launch pass's counters (zeroed once; each launch leaves them zero).
+  uint32_t* pass_counters = nullptr;
 };
 
 }  // namespace wb::backward

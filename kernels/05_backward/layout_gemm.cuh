@@ -47,6 +47,7 @@
 #include "04_hopper/step5_tma_store.cuh"
 #include "04_hopper/step7_fused_activation.cuh"
 #include "05_backward/backward.cuh"
+#include "05_backward/pass_inside.cuh"
 #include "common/activation_half2.cuh"
 #include "common/mma.cuh"
 #include "common/tma.cuh"
@@ -92,6 +93,8 @@ struct Products {
   // partial rows (one per 16 rows of dP, n[0] floats each) or nullptr.
   const __half* epi_p;
   float* epi_db_partials;
+  // Step 6 (kPassAct != none): the act' pass run inside the launch.
+  PassInside pass;
 };
 
 // Rows of dP per row of step 5's db partials: one warp's share of a consumer's tile.
@@ -506,12 +509,15 @@ __device__ __forceinline__ void k_loop(S& s, float (&acc)[kBN / 2], int k_tiles,
 // registers its wgmmas read A from; the tiles of product 1's first tile
 // column also add up db.
 template <class L0, class L1, Activation kGrad = Activation::none, Activation kForward = Activation::none,
-          Activation kEpilogueGrad = Activation::none>
+          Activation kEpilogueGrad = Activation::none, Activation kPassAct = Activation::none>
 __global__ void __launch_bounds__(hopper::kWsThreads, 1)
     layout_gemm_kernel(const __grid_constant__ Products ps, TraceRecord* trace) {
 #if WB_WGMMA_DEVICE
   using namespace hopper;
   constexpr bool kFused = kGrad != Activation::none;
+  constexpr bool kPass = kPassAct != Activation::none;
+  static_assert(kBM == kPassBandRows && kBN == kPassChunkCols, "a band is a tile's rows, a chunk its columns");
+  const int group_m = kPass ? ps.pass.group : kWsGroupM;
   constexpr bool kPrecomputeGrad = kEpilogueGrad == Activation::gelu || kEpilogueGrad == Activation::silu;
   constexpr int kS = kStagesOf<kGrad>;
   using S = SmemOf<kGrad>;
@@ -523,7 +529,7 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
   auto locate = [&](int unit, int& product) {
     product = unit < ps.units[0] ? 0 : 1;
     const int local = product == 0 ? unit : unit - ps.units[0];
-    return tile_of(TileOrder::grouped, local, ps.tiles_m[product], ps.tiles_n[product], kWsGroupM);
+    return tile_of(TileOrder::grouped, local, ps.tiles_m[product], ps.tiles_n[product], group_m);
   };
 
   if (threadIdx.x == 0) {
@@ -547,12 +553,22 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
     if (threadIdx.x == 0) {
       int slot = 0;
       uint32_t phase = 0;
+      bool all_ready = false;  // step 6: every piece of dP written
+      int last_pair = -1;
       for (int unit = int(blockIdx.x); unit < total_units; unit += int(gridDim.x)) {
         int p;
         const TileCoord tile = locate(unit, p);
         const int k_tiles = ceil_div(ps.k[p], kBK);
+        if constexpr (kPass) pass_check_all(ps.pass, all_ready);
         for (int kt = 0; kt < k_tiles; ++kt) {
           mbarrier_wait(&s.empty[slot], phase ^ 1);
+          if constexpr (kPass) {  // dX reads dP's band tile.m along N; dW its chunk tile.n along M
+            if (p == 0) {
+              pass_wait(ps.pass, tile.m, kt * kBK / kPassChunkCols, all_ready, last_pair);
+            } else {
+              pass_wait(ps.pass, kt * kBK / kPassBandRows, tile.n, all_ready, last_pair);
+            }
+          }
           if (p == 0) {
             load_stage<L0>(s, slot, &ps.a[0], &ps.b[0], &ps.aux[0], tile, kt);
           } else {
@@ -561,6 +577,8 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
           if (++slot == kS) { slot = 0; phase ^= 1; }
         }
       }
+    } else if constexpr (kPass) {
+      if (threadIdx.x >= 32) pass_rest<kPassAct>(ps.pass);
     }
   } else {
     // ---------------------------------------------------------- consumers
@@ -570,6 +588,7 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
     uint32_t phase = 0;
     float acc[kBN / 2];
     Epilogue epilogue(s, consumer);
+    if constexpr (kPass) pass_prologue<kPassAct>(ps.pass);
     for (int unit = int(blockIdx.x); unit < total_units; unit += int(gridDim.x)) {
       const uint64_t t0 = trace ? global_timer_ns() : 0;
       int p;
@@ -623,6 +642,10 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
     }
     epilogue.finish();
   }
+  if constexpr (kPass) {
+    __syncthreads();
+    pass_finish(ps.pass);
+  }
 #else
   (void)ps; (void)trace;
   __trap();
@@ -672,10 +695,10 @@ inline int layout_gemm_smem_bytes() {
 }
 
 template <class L0, class L1, Activation kGrad = Activation::none, Activation kForward = Activation::none,
-          Activation kEpilogueGrad = Activation::none>
+          Activation kEpilogueGrad = Activation::none, Activation kPassAct = Activation::none>
 inline int layout_gemm_resident() {
   static const int resident = [] {
-    constexpr auto kernel = layout_gemm_kernel<L0, L1, kGrad, kForward, kEpilogueGrad>;
+    constexpr auto kernel = layout_gemm_kernel<L0, L1, kGrad, kForward, kEpilogueGrad, kPassAct>;
     const int smem = layout_gemm_smem_bytes<kGrad>();
     hopper::allow_large_smem(kernel, smem);
     return sm_count() *
@@ -693,12 +716,13 @@ inline int layout_gemm_grid(const Products& ps, int resident) {
 
 // Launches the products in `ps` (a second one when ps.units[1] > 0).
 template <class L0, class L1, Activation kGrad = Activation::none, Activation kForward = Activation::none,
-          Activation kEpilogueGrad = Activation::none>
+          Activation kEpilogueGrad = Activation::none, Activation kPassAct = Activation::none>
 inline void launch_layout_gemm(const Products& ps, TraceRecord* trace, cudaStream_t stream) {
-  constexpr auto kernel = layout_gemm_kernel<L0, L1, kGrad, kForward, kEpilogueGrad>;
+  constexpr auto kernel = layout_gemm_kernel<L0, L1, kGrad, kForward, kEpilogueGrad, kPassAct>;
   const int smem = layout_gemm_smem_bytes<kGrad>();
   hopper::allow_large_smem(kernel, smem);
-  const int grid = layout_gemm_grid(ps, layout_gemm_resident<L0, L1, kGrad, kForward, kEpilogueGrad>());
+  // Step 6's blocks wait for each other's pieces of dP: all of them must be resident (a persistent grid is).
+  const int grid = layout_gemm_grid(ps, layout_gemm_resident<L0, L1, kGrad, kForward, kEpilogueGrad, kPassAct>());
   kernel<<<grid, hopper::kWsThreads, smem, stream>>>(ps, trace);
   CUDA_CHECK_LAUNCH();
 }
@@ -746,6 +770,45 @@ inline void launch_dgrad_product(const __half* dy, const __half* v, const __half
     case Activation::silu:
       return launch_layout_gemm<LayoutNT, LayoutNT, Activation::none, Activation::none, Activation::silu>(ps, nullptr, stream);
     default: throw CudaError(std::string("lesson 05's dZ epilogue has no derivative for ") + activation_name(act));
+  }
+}
+
+// Step 6: dP = dZ * act'(P) (and db) formed inside the launch of both
+// products (dX = dP Wᵀ, dW = Xᵀ dP), by the producer warpgroup's spare warps
+// and, for the first `prologue_chunks` chunks of the first group of bands, by
+// the consumers before their first tile. `partials` holds
+// pass_partial_rows(m) x n floats, `counters` pass_counter_words(m, n) words,
+// zero before the first launch (each launch leaves them so).
+struct PassInsideArgs {
+  const __half *x, *w, *p, *dz;
+  __half *dp, *dx, *dw, *db;
+  float* partials;
+  uint32_t* counters;
+  int m, n, k;
+  // Bands walked together: 8, not lesson 04's 16, so the first wave needs
+  // dP half as fast (3 warps an SM do not keep up with 16 bands' appetite).
+  int group = 8, prologue_chunks = 4;
+};
+
+inline void launch_pass_inside(const PassInsideArgs& g, Activation act, TraceRecord* trace, cudaStream_t stream) {
+  Products ps = {};
+  describe_product<LayoutNT>(ps, 0, ProductArgs{g.dp, g.w, g.dx, g.m, g.k, g.n});
+  describe_product<LayoutTN>(ps, 1, ProductArgs{g.x, g.dp, g.dw, g.k, g.n, g.m});
+  PassInside& pi = ps.pass;
+  pi = PassInside{g.dz, g.p, g.dp, g.db, g.partials, g.counters, g.m, g.n, pass_bands(g.m), pass_chunks(g.n),
+                  g.group, 0};
+  pi.prologue_pairs = std::min(g.prologue_chunks, pi.chunks) * std::min(g.group, pi.bands);
+  switch (act) {
+    case Activation::relu:
+      return launch_layout_gemm<LayoutNT, LayoutTN, Activation::none, Activation::none, Activation::none,
+                                Activation::relu>(ps, trace, stream);
+    case Activation::gelu:
+      return launch_layout_gemm<LayoutNT, LayoutTN, Activation::none, Activation::none, Activation::none,
+                                Activation::gelu>(ps, trace, stream);
+    case Activation::silu:
+      return launch_layout_gemm<LayoutNT, LayoutTN, Activation::none, Activation::none, Activation::none,
+                                Activation::silu>(ps, trace, stream);
+    default: throw CudaError(std::string("lesson 05's pass has no derivative for ") + activation_name(act));
   }
 }
 
