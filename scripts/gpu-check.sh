@@ -207,11 +207,13 @@ stage_lessons() {
   # Step 5 against step 9 at 4096^3: 116 blocks of 4 tiles and 16 of 3, against 128 of 4.
   trace lesson04_hopper tma_store || rc=1
   trace lesson04_hopper balanced || rc=1
-  # Lesson 05: both products in two launches, in one (dX tiles, then dW tiles, on one grid), and
-  # with act' fused (dX, then dWᵀ).
+  # Lesson 05: both products in two launches, in one (dX tiles, then dW tiles, on one grid),
+  # with act' fused (dX, then dWᵀ), and with the act' pass inside the launch (tiles that waited
+  # for their chunk of dP start late).
   trace lesson05_backward tma_layouts || rc=1
   trace lesson05_backward one_launch || rc=1
   trace lesson05_backward fused || rc=1
+  trace lesson05_backward pass_inside || rc=1
   if have lesson05_backward; then
     "$bin/lesson05_backward" --act gelu --json "$work/results/lesson05_backward-gelu.json" || rc=1
   fi
