@@ -133,7 +133,10 @@ bool whole_backward(const ProblemSize& s) { return part_of(s) == Part::all || is
 // ------------------------------------------------------------ workspace
 // dP (M x N fp16), then db's partial rows (fp32), then (--part train) the P
 // the forward saves (M x N fp16), or (--part chain) dZ (M x N fp16) and step
-// 5's 16-row partials of db (fp32), then cuBLASLt's workspace.
+// 5's 16-row partials of db (fp32), then step 6's counters (zeroed once by
+// the harness; each launch leaves them zero), then cuBLASLt's workspace. The
+// partial rows are as many as step 3's pass (64 rows each) or step 6's (16)
+// need.
 size_t align256(size_t b) { return (b + 255) / 256 * 256; }
 size_t dp_bytes(const ProblemSize& s) { return align256(size_t(s.m) * size_t(s.n) * sizeof(__half)); }
 size_t partials_bytes(const ProblemSize& s) {  // step 3's pass's rows of db partials, or step 6's
@@ -577,7 +580,11 @@ std::vector<Variant> variants() {
           PassInsideArgs g{a.x, a.w, a.p, a.dz, a.dp, a.dx, a.dw, a.db, a.db_partials, a.pass_counters, a.m, a.n, a.k};
           launch_pass_inside(g, a.act, a.trace, st);
         });
-    v.config = [](const ProblemSize& s) { return layout_config(s, Launches::one); };
+    v.config = [](const ProblemSize& s) {
+      KernelConfig c = layout_config(s, Launches::one);
+      if (tma_ok(s)) c.group_m = PassInsideArgs{}.group;  // the pass's order: groups of 8 bands
+      return c;
+    };
     v.note = fallback_note;
     v.skip = both_products_only;
     out.push_back(v);

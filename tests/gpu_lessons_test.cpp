@@ -202,6 +202,9 @@ const BackwardCase kBackwardCases[] = {
     {"relu", "yes", {127, 257, 129}}, {"gelu", "yes", {127, 256, 136}}, {"silu", "no", {1, 512, 264}},
     {"gelu", "yes", {1, 4096, 4096}}, {"relu", "no", {1000, 1000, 1000}}, {"silu", "yes", {2300, 4296, 1000}},
     {"gelu", "no", {513, 130, 8}},    {"relu", "yes", {4096, 4096, 4096}},
+    // Step 6's pass warps (not only the consumers' first chunks) on a partial group of bands (9
+    // bands, the last of 76 rows) and a partial chunk (8 columns).
+    {"gelu", "yes", {1100, 1288, 520}},
 };
 INSTANTIATE_TEST_SUITE_P(Lesson05, Backward, ::testing::ValuesIn(kBackwardCases),
                          [](const ::testing::TestParamInfo<BackwardCase>& info) {

@@ -51,8 +51,13 @@ constexpr int kConsumerRegs = 232;     // <- and what each multiplying warpgroup
 static_assert(kBlockK * sizeof(__half) == kSwizzleBytes, "BLOCK_K must fill exactly one 128-byte swizzle line");
 static_assert(kWsBlockN % kPanelCols == 0, "BLOCK_N must be a whole number of 64-column panels (one TMA box each)");
 static_assert(kWsBlockM == 64 * kConsumers, "wgmma covers 64 rows per instruction");
-static_assert(kProducerRegs + kConsumers * kConsumerRegs <= 65536 / kWarpgroupThreads,
-              "the warpgroups' register budgets must fit the 64K-register file");
+// setmaxnreg only moves registers between a block's warpgroups: the launch
+// gives each thread what __launch_bounds__(kWsThreads, 1) allows (65536 /
+// 384 = 170, in steps of 8: 168), and the budgets must share that out exactly
+// as given, or a consumer's setmaxnreg.inc waits forever for registers no one
+// releases (40 + 2 x 232 = 3 x 168).
+static_assert(kProducerRegs + kConsumers * kConsumerRegs <= (kConsumers + 1) * (65536 / kWsThreads / 8 * 8),
+              "the warpgroups' register budgets must fit what the launch gives the block");
 static_assert(kProducerRegs % 8 == 0 && kConsumerRegs % 8 == 0, "setmaxnreg counts are multiples of 8");
 
 template <int kElems>

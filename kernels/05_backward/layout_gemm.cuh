@@ -721,7 +721,8 @@ inline void launch_layout_gemm(const Products& ps, TraceRecord* trace, cudaStrea
   constexpr auto kernel = layout_gemm_kernel<L0, L1, kGrad, kForward, kEpilogueGrad, kPassAct>;
   const int smem = layout_gemm_smem_bytes<kGrad>();
   hopper::allow_large_smem(kernel, smem);
-  // Step 6's blocks wait for each other's pieces of dP: all of them must be resident (a persistent grid is).
+  // Step 6's TMA threads wait for pieces of dP that other blocks' warps write; a piece is only ever
+  // taken by a running warp, and never waits, so no block need wait for one that is not resident.
   const int grid = layout_gemm_grid(ps, layout_gemm_resident<L0, L1, kGrad, kForward, kEpilogueGrad, kPassAct>());
   kernel<<<grid, hopper::kWsThreads, smem, stream>>>(ps, trace);
   CUDA_CHECK_LAUNCH();
@@ -791,6 +792,7 @@ struct PassInsideArgs {
 };
 
 inline void launch_pass_inside(const PassInsideArgs& g, Activation act, TraceRecord* trace, cudaStream_t stream) {
+  if (g.group < 1 || g.prologue_chunks < 0) throw CudaError("lesson 05 step 6: a group of at least one band");
   Products ps = {};
   describe_product<LayoutNT>(ps, 0, ProductArgs{g.dp, g.w, g.dx, g.m, g.k, g.n});
   describe_product<LayoutTN>(ps, 1, ProductArgs{g.x, g.dp, g.dw, g.k, g.n, g.m});
