@@ -34,15 +34,11 @@
 //                         A there too, and stored transposed (stmatrix.trans);
 //                         db comes from the dWᵀ tiles that already hold dP
 //   step 5  dz_epilogue   (--part chain, below) act' where dZ is made: the
-//                         product dZ = dY Vᵀ reads P in its epilogue (staged
-//                         in shared memory while its k loop runs) and stores
-//                         dP, with db's partial sums; no dZ, no act' pass
-//   step 6  pass_inside   step 3's pass inside the products' launch: the
-//                         producer warpgroup's TMA needs one thread, so its
-//                         other three warps form dP (and db) while the
-//                         consumers multiply, chunk by chunk in the order the
-//                         tiles read it; the TMA thread waits for a chunk's
-//                         count before it loads from it
+//                         product dZ = dY Vᵀ reads P in its epilogue and
+//                         stores dP (and db's partials); no dZ, no act' pass
+//   step 6  pass_inside   step 3's pass inside the products' launch, in the
+//                         producer warpgroup's three idle warps, chunk by
+//                         chunk in the order the tiles read dP
 //   cublaslt              NVIDIA's cuBLASLt for both products, db fused into
 //                         the dW product (CUBLASLT_EPILOGUE_BGRADA); with
 //                         --part chain and GELU its DGELU(_BGRAD) epilogue
@@ -53,11 +49,9 @@
 // tiles as the forward, but with lesson 02's synchronous loads; step 2 copies
 // any major with TMA and feeds wgmma at full rate; step 3 saves a partly empty
 // wave between the products; step 4 saves the dP pass (6 bytes per element of
-// M x N), but pays for it inside the products: A now comes as two tensors
-// (dZ and P), so a third more bytes flow from L2 for every tile, act' is
-// recomputed for every tile that reads an element (K / 256 times), and the
-// bigger stages leave room for 3 of them instead of 4. Whether that pays is
-// what the report shows. Step 5 applies act' once per element, in an epilogue
+// M x N) but pays inside the products (A as two tensors, act' recomputed by
+// every tile that reads it, fewer stages): whether that pays is what the
+// report shows. Step 5 applies act' once per element, in an epilogue
 // (cheap for ReLU's select; GELU's half of it runs during the k loop instead).
 // Step 6 keeps step 3's pass but hides it: it runs in warps that were idle,
 // while the tensor cores multiply, as long as those warps keep ahead of the
@@ -65,19 +59,16 @@
 // What to look for: the report's rows against "cublas" (the sequence), and
 // the cublaslt row beside it. With --part dx or --part dw one product runs
 // alone, given dP, against cuBLAS's GEMM in the same layout: is a transposed
-// operand read at full speed? With --part train each step runs a training
-// step's forward first, Z = act(X W + b), with the bias, the activation and
-// P's save in its epilogue (ReLU saves nothing but Z: its derivative is Z's
-// sign), against a framework's Linear + activation + backward: what does
-// fusing the forward's epilogue add to what the backward gains? With --part
+// operand read at full speed? With --part train each step runs the forward
+// first, Z = act(X W + b), bias, activation and P's save in its epilogue,
+// against a framework's Linear + activation + backward. With --part
 // chain the backward starts at an MLP's output: every step first makes
 // dZ = dY Vᵀ (V: the second layer's N x K weights), and step 5 applies act'
 // in that product's epilogue: does it pay for ReLU, and for GELU?
 //
-// Preconditions: TMA needs 16-byte row strides (K % 8 == 0 and N % 8 == 0);
-// other shapes run step 1's kernel for both products (the report's note says
-// so). Any M >= 1: at M = 1 dW is an outer product (a reduction of length 1),
-// still computed as a GEMM tile by tile. wgmma needs sm_90a.
+// Preconditions: TMA needs K % 8 == 0 and N % 8 == 0 (other shapes run step
+// 1's kernel, and the report says so); any M >= 1 (at M = 1 dW is an outer
+// product, still computed tile by tile). wgmma needs sm_90a.
 //
 // Run:  build/bin/lesson05_backward                               (4096^3, relu)
 //       build/bin/lesson05_backward --act gelu --m 8192 --n 8192 --k 8192
