@@ -33,6 +33,7 @@
 #include "05_backward/backward.cuh"
 #include "common/activation_half2.cuh"
 #include "common/sync.cuh"
+#include "common/tma.cuh"
 #include "schedule/activation.hpp"
 
 namespace wb::backward {
@@ -78,19 +79,6 @@ __device__ __forceinline__ void pass_pair(const PassInside& ps, int pair, int& b
   const int bands_in_group = min(ps.group, ps.bands - g * ps.group);
   chunk = local / bands_in_group;
   band = g * ps.group + local % bands_in_group;
-}
-
-__device__ __forceinline__ uint32_t atomic_add_relaxed(uint32_t* counter, uint32_t v) {
-  uint32_t before;
-  asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;" : "=r"(before) : "l"(counter), "r"(v) : "memory");
-  return before;
-}
-__device__ __forceinline__ void add_release(uint32_t* counter, uint32_t v) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(counter), "r"(v) : "memory");
-}
-// Generic-proxy writes seen by the async proxy (TMA) of this or another thread.
-__device__ __forceinline__ void fence_proxy_async_global() {
-  asm volatile("fence.proxy.async.global;" ::: "memory");
 }
 
 // act'(x) in fp32: ReLU's exactly; GELU's and SiLU's in step 5's sigmoid
@@ -161,12 +149,19 @@ __device__ __forceinline__ void pass_piece(const PassInside& ps, int piece) {
   // Every lane's stores before the count: each lane fences, the warp meets,
   // and lane 0 publishes with a release.
   __threadfence();
-  fence_proxy_async_global();
+  hopper::fence_proxy_async_global();
   __syncwarp();
   if (lane == 0) {
-    add_release(ps.counters + band * ps.chunks + chunk, 1);
-    add_release(pass_counter(ps, kPiecesDone), 1);
+    add_release_gpu(ps.counters + band * ps.chunks + chunk, 1);
+    add_release_gpu(pass_counter(ps, kPiecesDone), 1);
   }
+}
+
+// The warp's next piece from `counter`, the same for every lane.
+__device__ __forceinline__ int take_piece(uint32_t* counter) {
+  uint32_t q = 0;
+  if (threadIdx.x % 32 == 0) q = atomic_add_relaxed_gpu(counter, 1);
+  return int(__shfl_sync(0xffffffffu, q, 0));
 }
 
 // The consumers' share: pieces of the first `prologue_pairs` pairs, one per
@@ -174,13 +169,8 @@ __device__ __forceinline__ void pass_piece(const PassInside& ps, int piece) {
 template <Activation ACT>
 __device__ __forceinline__ void pass_prologue(const PassInside& ps) {
   const int pieces = ps.prologue_pairs * kPassPiecesPerPair;
-  for (;;) {
-    uint32_t q = 0;
-    if (threadIdx.x % 32 == 0) q = atomic_add_relaxed(pass_counter(ps, kNextPrologue), 1);
-    q = __shfl_sync(0xffffffffu, q, 0);
-    if (int(q) >= pieces) return;
-    pass_piece<ACT, 8>(ps, int(q));
-  }
+  for (int q = take_piece(pass_counter(ps, kNextPrologue)); q < pieces; q = take_piece(pass_counter(ps, kNextPrologue)))
+    pass_piece<ACT, 8>(ps, q);
 }
 
 // The pass warps' share: every piece after the prologue's, in order; then,
@@ -189,13 +179,9 @@ __device__ __forceinline__ void pass_prologue(const PassInside& ps) {
 template <Activation ACT>
 __device__ __forceinline__ void pass_rest(const PassInside& ps) {
   const int first = ps.prologue_pairs * kPassPiecesPerPair, total = pass_total_pieces(ps);
-  for (;;) {
-    uint32_t q = 0;
-    if (threadIdx.x % 32 == 0) q = atomic_add_relaxed(pass_counter(ps, kNextPiece), 1);
-    q = __shfl_sync(0xffffffffu, q, 0);
-    if (first + int(q) >= total) break;
-    pass_piece<ACT, 2>(ps, first + int(q));
-  }
+  for (int q = first + take_piece(pass_counter(ps, kNextPiece)); q < total;
+       q = first + take_piece(pass_counter(ps, kNextPiece)))
+    pass_piece<ACT, 2>(ps, q);
   if (ps.db == nullptr) return;
   while (int(load_acquire_gpu(pass_counter(ps, kPiecesDone))) < total) __nanosleep(256);
   const int rows = (ps.m + kPassPieceRows - 1) / kPassPieceRows;
@@ -218,7 +204,7 @@ __device__ __forceinline__ void pass_rest(const PassInside& ps) {
 __device__ __forceinline__ void pass_check_all(const PassInside& ps, bool& all_ready) {
   if (!all_ready && int(load_acquire_gpu(pass_counter(ps, kPiecesDone))) >= pass_total_pieces(ps)) {
     all_ready = true;
-    fence_proxy_async_global();
+    hopper::fence_proxy_async_global();
   }
 }
 
@@ -229,19 +215,14 @@ __device__ __forceinline__ void pass_wait(const PassInside& ps, int band, int ch
   if (all_ready || pair == last_pair) return;
   while (load_acquire_gpu(ps.counters + pair) < uint32_t(kPassPiecesPerPair)) __nanosleep(32);
   last_pair = pair;
-  fence_proxy_async_global();
+  hopper::fence_proxy_async_global();
 }
 
 // At the very end of a block (every thread past a block barrier): the last
 // block to get here puts the counters back to zero for the next launch.
 __device__ __forceinline__ void pass_finish(const PassInside& ps) {
   if (threadIdx.x != 0) return;
-  uint32_t before;
-  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
-               : "=r"(before)
-               : "l"(pass_counter(ps, kBlocksFinished))
-               : "memory");
-  if (before + 1 != gridDim.x) return;
+  if (atomic_add_acq_rel_gpu(pass_counter(ps, kBlocksFinished), 1) + 1 != gridDim.x) return;
   const int words = ps.bands * ps.chunks + 4;
   for (int i = 0; i < words; ++i) ps.counters[i] = 0;
 }

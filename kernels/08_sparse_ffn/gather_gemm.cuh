@@ -41,6 +41,7 @@
 #include "06_splitk/splitk_gemm.cuh"
 #include "common/check.cuh"
 #include "common/mma.cuh"
+#include "common/sync.cuh"
 #include "common/trace.cuh"
 #include "models/wave_model.hpp"
 #include "schedule/activation.hpp"
@@ -414,8 +415,7 @@ __device__ __forceinline__ bool last_split_of_tile(uint32_t* counter, int splits
   __shared__ uint32_t last;
   __syncthreads();  // every thread's stores come before the count
   if (threadIdx.x == 0) {
-    uint32_t before;
-    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(before) : "l"(counter) : "memory");
+    const uint32_t before = atomic_add_acq_rel_gpu(counter, 1);
     last = before == uint32_t(splits - 1) ? 1u : 0u;
     if (last) *counter = 0;  // lowered for the next launch
   }

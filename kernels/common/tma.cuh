@@ -335,6 +335,14 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 #endif
 }
 
+// The same between global memory written by ordinary stores (this thread's,
+// or another block's it has acquired) and the TMA loads that follow.
+__device__ __forceinline__ void fence_proxy_async_global() {
+#if WB_HOPPER_DEVICE
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+#endif
+}
+
 // Four 8 x 8 fp16 matrices from registers to shared memory in one warp
 // instruction (sm_90). Register i of lane l holds two neighbouring values of
 // matrix i, row l / 4, columns 2 (l % 4) and +1: the layout of an mma or wgmma
