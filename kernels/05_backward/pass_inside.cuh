@@ -169,8 +169,11 @@ __device__ __forceinline__ int take_piece(uint32_t* counter) {
 template <Activation ACT>
 __device__ __forceinline__ void pass_prologue(const PassInside& ps) {
   const int pieces = ps.prologue_pairs * kPassPiecesPerPair;
-  for (int q = take_piece(pass_counter(ps, kNextPrologue)); q < pieces; q = take_piece(pass_counter(ps, kNextPrologue)))
+  for (;;) {
+    const int q = take_piece(pass_counter(ps, kNextPrologue));
+    if (q >= pieces) return;
     pass_piece<ACT, 8>(ps, q);
+  }
 }
 
 // The pass warps' share: every piece after the prologue's, in order; then,
@@ -179,9 +182,11 @@ __device__ __forceinline__ void pass_prologue(const PassInside& ps) {
 template <Activation ACT>
 __device__ __forceinline__ void pass_rest(const PassInside& ps) {
   const int first = ps.prologue_pairs * kPassPiecesPerPair, total = pass_total_pieces(ps);
-  for (int q = first + take_piece(pass_counter(ps, kNextPiece)); q < total;
-       q = first + take_piece(pass_counter(ps, kNextPiece)))
+  for (;;) {
+    const int q = first + take_piece(pass_counter(ps, kNextPiece));
+    if (q >= total) break;
     pass_piece<ACT, 2>(ps, q);
+  }
   if (ps.db == nullptr) return;
   while (int(load_acquire_gpu(pass_counter(ps, kPiecesDone))) < total) __nanosleep(256);
   const int rows = (ps.m + kPassPieceRows - 1) / kPassPieceRows;
