@@ -55,7 +55,7 @@
 // (cheap for ReLU's select; GELU's half of it runs during the k loop instead).
 // Step 6 keeps step 3's pass but hides it: it runs in warps that were idle,
 // while the tensor cores multiply, as long as those warps keep ahead of the
-// tiles (ReLU's select does; GELU's derivative, on an H100, does not).
+// tiles (they need registers to keep loads in flight beside GELU's math).
 // What to look for: the report's rows against "cublas" (the sequence), and
 // the cublaslt row beside it. With --part dx or --part dw one product runs
 // alone, given dP, against cuBLAS's GEMM in the same layout: is a transposed

@@ -518,6 +518,13 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
   constexpr bool kPass = kPassAct != Activation::none;
   static_assert(kBM == kPassBandRows && kBN == kPassChunkCols, "a band is a tile's rows, a chunk its columns");
   const int group_m = kPass ? ps.pass.group : kWsGroupM;
+  // setmaxnreg: step 6's pass warps keep 56 registers a thread and the consumers get 224, where
+  // lesson 04 shares out 40 and 232. At 40, ptxas spilled the pass loop (80 bytes for GELU, 64 for
+  // ReLU); at 56 it holds three rows' loads in flight with none. The pool is the launch's: 3 x 168.
+  constexpr int kProducerKeeps = kPass ? 56 : kProducerRegs;
+  constexpr int kConsumerGets = kPass ? 224 : kConsumerRegs;
+  static_assert(kProducerKeeps + kConsumers * kConsumerGets == kProducerRegs + kConsumers * kConsumerRegs,
+                "what one warpgroup gives back, the others take: any other sum and setmaxnreg.inc waits forever");
   constexpr bool kPrecomputeGrad = kEpilogueGrad == Activation::gelu || kEpilogueGrad == Activation::silu;
   constexpr int kS = kStagesOf<kGrad>;
   using S = SmemOf<kGrad>;
@@ -549,7 +556,7 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
 
   if (warpgroup == 0) {
     // ---------------------------------------------------------- producer
-    warpgroup_release_registers<kProducerRegs>();
+    warpgroup_release_registers<kProducerKeeps>();
     if (threadIdx.x == 0) {
       int slot = 0;
       uint32_t phase = 0;
@@ -582,7 +589,7 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
     }
   } else {
     // ---------------------------------------------------------- consumers
-    warpgroup_claim_registers<kConsumerRegs>();
+    warpgroup_claim_registers<kConsumerGets>();
     const int consumer = warpgroup - 1;
     int slot = 0;
     uint32_t phase = 0;

@@ -43,6 +43,7 @@ constexpr int kPassChunkCols = 256;  // a chunk: 32 lanes x 8 columns
 constexpr int kPassPieceRows = 16;   // a piece: 16 rows of one (band, chunk)
 constexpr int kPassPiecesPerPair = kPassBandRows / kPassPieceRows;
 constexpr int kPassWarps = 3;        // the producer warpgroup's warps 1-3
+constexpr int kPassRowsInFlight = 3; // a pass warp's rows loaded before any is used (56 registers)
 
 struct PassInside {
   const __half* dz;
@@ -185,7 +186,7 @@ __device__ __forceinline__ void pass_rest(const PassInside& ps) {
   for (;;) {
     const int q = first + take_piece(pass_counter(ps, kNextPiece));
     if (q >= total) break;
-    pass_piece<ACT, 2>(ps, q);
+    pass_piece<ACT, kPassRowsInFlight>(ps, q);
   }
   if (ps.db == nullptr) return;
   while (int(load_acquire_gpu(pass_counter(ps, kPiecesDone))) < total) __nanosleep(256);
