@@ -30,7 +30,8 @@
 #             0 to 0.9; GPT-2 at M = 2048
 # On a device that runs one command for at most 10 minutes: "build tests lessons", "build sanitize"
 # (about 450 s on an H100), "build ncu compare", "build backward", "build train", "build chain" and
-# "build splitk w4a16 sparse_ffn", one call each.
+# "build splitk w4a16 sparse_ffn", one call each. On a machine of two GPUs, scripts/gpu-check-pair.sh
+# runs stages side by side, one list per card, and the microsecond ones alone after.
 #
 # GPU_CHECK_LESSONS="lesson07_w4a16 ..." limits the sanitize and lessons stages' lesson lists;
 # GPU_CHECK_GTEST_FILTER="Lesson05*" the tests stage's GPU tests (gpu_tests only; the others then skip).
