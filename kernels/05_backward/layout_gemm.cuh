@@ -523,8 +523,10 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
   // ReLU); at 56 it holds three rows' loads in flight with none. The pool is the launch's: 3 x 168.
   constexpr int kProducerKeeps = kPass ? 56 : kProducerRegs;
   constexpr int kConsumerGets = kPass ? 224 : kConsumerRegs;
-  static_assert(kProducerKeeps + kConsumers * kConsumerGets == kProducerRegs + kConsumers * kConsumerRegs,
-                "what one warpgroup gives back, the others take: any other sum and setmaxnreg.inc waits forever");
+  static_assert(kProducerKeeps % 8 == 0 && kConsumerGets % 8 == 0, "setmaxnreg counts are multiples of 8");
+  static_assert(kProducerKeeps + kConsumers * kConsumerGets <= (kConsumers + 1) * (65536 / kWsThreads / 8 * 8),
+                "what one warpgroup gives back, the others take: ask for more than the launch's pool and "
+                "setmaxnreg.inc waits forever");
   constexpr bool kPrecomputeGrad = kEpilogueGrad == Activation::gelu || kEpilogueGrad == Activation::silu;
   constexpr int kS = kStagesOf<kGrad>;
   using S = SmemOf<kGrad>;
