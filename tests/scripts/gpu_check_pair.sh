@@ -16,7 +16,7 @@ expect_refusal() {
   local what=$1
   shift
   local err rc
-  err=$(OUT=$scratch/refused "$script" "$@" 2>&1 >/dev/null)
+  err=$(OUT=${REFUSED_OUT:-$scratch/refused} "$script" "$@" 2>&1 >/dev/null)
   rc=$?
   if [ $rc -ne 2 ] || [ "$(printf '%s\n' "$err" | wc -l)" -ne 1 ] || [[ $err != gpu-check-pair.sh:* ]]; then
     fail "$what: exit $rc, stderr: $err"
@@ -33,7 +33,13 @@ expect_refusal "a pattern for a stage" "tests" "s.*"
 expect_refusal "a stage named twice" "tests" "tests"
 expect_refusal "a microsecond stage beside another card" "splitk" "tests"
 expect_refusal "no stages at all" "" ""
+expect_refusal "compare beside another card" "compare" "tests"
 [ ! -e "$scratch/refused" ] || fail "a refused call left $scratch/refused behind"
+
+# --help prints the header comment, and nothing of the code below it.
+help=$("$script" --help)
+[[ $help == "The GPU check on a machine of two GPUs"* ]] && [[ $help != *"set -u"* ]] && [[ $help == *"else 0." ]] ||
+  fail "--help: $help"
 
 # The stand-ins: a gpu-check.sh that records each stage (failing the one STUB_FAIL names),
 # and an nvidia-smi that lists two GPUs.
@@ -80,6 +86,26 @@ for want in "build card 0" "tests card 0" "sanitize card 1" "lessons card 0" "sp
   [ -f "$scratch/x/gpu-check/results/$s.json" ] || fail "stage $s: its results are not in the archive"
 done
 [ $failed -eq 0 ] && echo "ok: a passing run: build, the two cards, then alone, in one summary and one archive"
+
+touch "$scratch/a-file"
+err=$(PATH=$scratch/bin:$PATH OUT=$scratch/a-file "$scratch/repo/scripts/gpu-check-pair.sh" "tests" "sanitize" 2>&1 >/dev/null)
+rc=$?
+[ $rc -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "OUT a file: exit $rc, stderr: $err"
+
+# A pattern that matches a file where it runs is still a bad stage, not that file's name.
+mkdir -p "$scratch/cwd" && touch "$scratch/cwd/tests"
+err=$(cd "$scratch/cwd" && PATH=$scratch/bin:$PATH OUT=$scratch/out-glob "$scratch/repo/scripts/gpu-check-pair.sh" "t*" "sanitize" 2>&1 >/dev/null)
+rc=$?
+if [ $rc -eq 2 ] && [ ! -e "$scratch/out-glob" ]; then echo "ok: a glob that matches a file here: $err"
+else fail "a glob that matches a file here: exit $rc, $err"; fi
+
+o=$scratch/out3
+STUB_FAIL=build run_pair "$o" --alone "splitk" "build tests" "sanitize"
+rc=$?
+[ $rc -eq 1 ] || fail "a failed build: exit $rc, not 1"
+grep -q "^the build failed: nothing else ran" "$o/summary.txt" || fail "a failed build: the summary does not say so"
+[ ! -e "$o/part-card0" ] && [ ! -e "$o/part-alone" ] || fail "a failed build: other parts ran"
+[ $rc -eq 1 ] && echo "ok: a failed build stops the rest, and the summary says so"
 
 o=$scratch/out2
 STUB_FAIL=tests run_pair "$o" --alone "splitk" "tests" "sanitize"
