@@ -290,7 +290,7 @@ stage_compare() {
   # epilogue < 2%): its fastest kernels with and without the activations, and Stream-K. 45
   # interleaved rounds of 20 launches each: one 2048^3 launch takes 28 us and single launches
   # scatter by a few percent, so 9 rounds of 3 put the fused GELU's cost anywhere in 0-2.8%
-  # from run to run; 900 launches per variant settle it within a few tenths (README).
+  # from run to run; 900 launches per variant settle it within a few tenths (docs/notes/measuring.md).
   if have lesson04_hopper; then
     for s in 2048 4096 8192; do
       echo "-- lesson04_hopper targets at ${s}^3"
