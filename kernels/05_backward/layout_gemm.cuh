@@ -523,10 +523,8 @@ __global__ void __launch_bounds__(hopper::kWsThreads, 1)
   // ReLU); at 56 it holds three rows' loads in flight with none. The pool is the launch's: 3 x 168.
   constexpr int kProducerKeeps = kPass ? 56 : kProducerRegs;
   constexpr int kConsumerGets = kPass ? 224 : kConsumerRegs;
-  static_assert(kProducerKeeps % 8 == 0 && kConsumerGets % 8 == 0, "setmaxnreg counts are multiples of 8");
-  static_assert(kProducerKeeps + kConsumers * kConsumerGets <= (kConsumers + 1) * (65536 / kWsThreads / 8 * 8),
-                "what one warpgroup gives back, the others take: ask for more than the launch's pool and "
-                "setmaxnreg.inc waits forever");
+  static_assert(register_budgets_fit(kProducerKeeps, kConsumerGets),
+                "setmaxnreg counts are multiples of 8 and must fit what the launch gives the block");
   constexpr bool kPrecomputeGrad = kEpilogueGrad == Activation::gelu || kEpilogueGrad == Activation::silu;
   constexpr int kS = kStagesOf<kGrad>;
   using S = SmemOf<kGrad>;
@@ -801,7 +799,8 @@ struct PassInsideArgs {
 };
 
 inline void launch_pass_inside(const PassInsideArgs& g, Activation act, TraceRecord* trace, cudaStream_t stream) {
-  if (g.group < 1 || g.prologue_chunks < 0) throw CudaError("lesson 05 step 6: a group of at least one band");
+  if (g.group < 1) throw CudaError("lesson 05 step 6: a group of at least one band");
+  if (g.prologue_chunks < 0) throw CudaError("lesson 05 step 6: the consumers' prologue can't be negative");
   Products ps = {};
   describe_product<LayoutNT>(ps, 0, ProductArgs{g.dp, g.w, g.dx, g.m, g.k, g.n});
   describe_product<LayoutTN>(ps, 1, ProductArgs{g.x, g.dp, g.dw, g.k, g.n, g.m});
