@@ -42,6 +42,9 @@
 //   cublaslt              NVIDIA's cuBLASLt for both products, db fused into
 //                         the dW product (CUBLASLT_EPILOGUE_BGRADA); with
 //                         --part chain and GELU its DGELU(_BGRAD) epilogue
+//   bound  products_only  cublaslt without its act' pass, on a dP made before
+//                         timing: the most that fusing act' (and db) can give
+//                         while the products run at NVIDIA's speed
 // In steps 1-3 db is fused into the act' pass (it reads dP anyway); the
 // reference, the cuBLAS sequence a framework runs, sums dP in a pass of its own.
 //
@@ -57,7 +60,8 @@
 // while the tensor cores multiply, as long as those warps keep ahead of the
 // tiles (they need registers to keep loads in flight beside GELU's math).
 // What to look for: the report's rows against "cublas" (the sequence), and
-// the cublaslt row beside it. With --part dx or --part dw one product runs
+// the cublaslt row beside it, and products_only: where it is near 1.0x the
+// products are the whole time, and only faster products can gain. With --part dx or --part dw one product runs
 // alone, given dP, against cuBLAS's GEMM in the same layout: is a transposed
 // operand read at full speed? With --part train each step runs the forward
 // first, Z = act(X W + b), bias, activation and P's save in its epilogue,
@@ -412,6 +416,11 @@ std::string both_products_only(const ProblemSize& s) {
 bool has_relu_mask(const ProblemSize& s) { return part_of(s) == Part::all && activation_of(s) == Activation::relu; }
 constexpr size_t kMaskInput = 4;
 
+// products_only's input: dP = dZ * act'(P) made on the host before timing,
+// after the mask where there is one (--part all only).
+bool has_given_dp(const ProblemSize& s) { return part_of(s) == Part::all; }
+size_t given_dp_input(const ProblemSize& s) { return has_relu_mask(s) ? kMaskInput + 1 : kMaskInput; }
+
 std::string relu_only(const ProblemSize& s) {
   if (is_train(s))
     return "a training step's forward writes Z, whose sign is ReLU's derivative: the backward reads Z, not a bitmask";
@@ -607,6 +616,33 @@ std::vector<Variant> variants() {
     v.workspace_bytes = scratch_and_lt_bytes;
     out.push_back(v);
   }
+  {
+    // A bound, not a step: the cuBLASLt row's products alone, dP made before
+    // timing. The sequence's time over this one is the most a fused act' (and
+    // db) can give with products no faster than NVIDIA's.
+    Variant v = backward_variant("products_only",
+                                 "a bound: cuBLASLt's two products (db in dW's epilogue) on a dP made before timing, "
+                                 "no act' at all",
+                                 75, [](const BackwardArgs&, cudaStream_t) {});
+    v.bound = true;
+    v.launch = [](const Buffers& b, cudaStream_t st) {
+      BackwardArgs a = backward_args(b);
+      a.dp = static_cast<__half*>(const_cast<void*>(b.inputs[given_dp_input(b.size)]));
+      void* lt_ws = static_cast<unsigned char*>(b.workspace) + scratch_bytes(b.size);
+      cublaslt_transposed_gemm(LtProduct::dx, a, lt_ws, st);
+      cublaslt_transposed_gemm(LtProduct::dw, a, lt_ws, st);
+    };
+    v.workspace_bytes = scratch_and_lt_bytes;
+    v.bytes = [](const ProblemSize& s) {  // dP and W read, dX written; X and dP read, dW (and db) written
+      const double mk = double(s.m) * s.k, kn = double(s.k) * s.n, mn = double(s.m) * s.n;
+      return 2.0 * (mn + kn + mk) + 2.0 * (mk + mn + kn) + (has_bias(s) ? 2.0 * s.n : 0.0);
+    };
+    v.bytes_what = "the two products' operands only: dP is given";
+    v.skip = [](const ProblemSize& s) {
+      return has_given_dp(s) ? "" : "a bound for the whole backward from a given dP (only with --part all)";
+    };
+    out.push_back(v);
+  }
   return out;
 }
 
@@ -697,8 +733,31 @@ void fill_eighths(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t se
   if (has_bias(s)) eighths(in[3]);
 }
 
+// --part all: P (unless fill_relu_mask wrote it) and dZ uniform in [-1, 1)
+// (seeded), and from them the dP that products_only is given, rounded to fp16
+// as the act' pass rounds it.
+void fill_given_dp(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t seed) {
+  HostTensor& p = in[2];
+  HostTensor& dz = in[3];
+  HostTensor& dp = in[given_dp_input(s)];
+  const int64_t count = int64_t(s.m) * s.n;
+  const auto uniform = [&](HostTensor& t, uint64_t salt) {
+    SplitMix rng{seed * 0x9E3779B97F4A7C15ull + salt};
+    for (int64_t i = 0; i < count; ++i) t.set(i / s.n, i % s.n, float(double(rng.next() >> 11) * 0x1.0p-53 * 2.0 - 1.0));
+  };
+  if (!has_relu_mask(s)) uniform(p, 0x9ull);
+  uniform(dz, 0xD2ull);
+  const Activation act = activation_of(s);
+  constexpr int64_t kChunk = 1 << 16;
+  on_host_threads((count + kChunk - 1) / kChunk, [&](int64_t c) {
+    for (int64_t i = c * kChunk; i < std::min(count, (c + 1) * kChunk); ++i)
+      dp.set(i / s.n, i % s.n, float(double(dz.value(i)) * activation_grad<double>(act, double(p.value(i)))));
+  });
+}
+
 void fill_inputs(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t seed) {
   if (has_relu_mask(s)) fill_relu_mask(s, in, seed);
+  if (has_given_dp(s)) fill_given_dp(s, in, seed);
   if (exact_inputs(s)) fill_eighths(s, in, seed);
 }
 
@@ -884,11 +943,13 @@ Problem backward_problem() {
       case Part::chain:
         return std::vector<TensorSpec>{{"X", s.m, s.k}, {"W", s.k, s.n}, {"P", s.m, s.n}, {"dY", s.m, s.k}, {"V", s.n, s.k}};
       default: {
+        // P, dZ and the dP made from them agree: all written by the fill (for ReLU, P and its
+        // bitmask by fill_relu_mask)
         std::vector<TensorSpec> in{{"X", s.m, s.k}, {"W", s.k, s.n}, {"P", s.m, s.n}, {"dZ", s.m, s.n}};
-        if (has_relu_mask(s)) {  // P and its bitmask agree: both written by fill_relu_mask
-          in[2].filled_by_problem = true;
+        in[2].filled_by_problem = in[3].filled_by_problem = true;
+        if (has_relu_mask(s))
           in.push_back(TensorSpec{"ReLU mask", s.m, relu_mask_words(s.n), DType::i32, wb::Layout::row_major, true});
-        }
+        in.push_back(TensorSpec{"dP (products_only's)", s.m, s.n, DType::f16, wb::Layout::row_major, true});
         return in;
       }
     }
