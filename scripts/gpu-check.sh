@@ -35,7 +35,8 @@
 #
 # GPU_CHECK_LESSONS="lesson07_w4a16 ..." limits the sanitize and lessons stages' lesson lists;
 # GPU_CHECK_GTEST_FILTER="Lesson05*" the tests stage's GPU tests (gpu_tests only; the others then skip).
-# WORKBOOK_COMMIT names the commit (a copy of the tree has no .git of its own, or the wrong one).
+# WORKBOOK_COMMIT names the commit (a copy of the tree has no .git of its own, or the wrong one);
+# without the build stage it must be the commit the build was configured at.
 # Leaves under $OUT (default ./gpu-check-out): summary.txt and gpu-check.tar.gz
 # (results/, traces/, logs/). Exit status: non-zero when a stage failed.
 set -u -o pipefail
@@ -438,8 +439,16 @@ stages=("$@")
 for s in "${stages[@]}"; do
   declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons ncu compare backward train chain splitk w4a16 sparse_ffn)"; exit 2; }
 done
+# The lessons write the commit their build was configured at into their results: a call without
+# the build stage that names another commit would file them under the wrong one.
+commit=${WORKBOOK_COMMIT:-$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
+if [[ " ${stages[*]} " != *" build "* ]] && [ -f "$build/workbook-commit.txt" ]; then
+  built=$(head -n 1 "$build/workbook-commit.txt")
+  [ "$built" = "$commit" ] ||
+    { echo "gpu-check: the build in $build is of commit $built, not $commit: run the build stage first (or WORKBOOK_COMMIT=$built)" >&2; exit 2; }
+fi
 {
-  echo "matmul-workbook GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit ${WORKBOOK_COMMIT:-$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}"
+  echo "matmul-workbook GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $commit"
   # The GPU the stages run on: the one CUDA_VISIBLE_DEVICES names on a machine of several, else all.
   gpu_sel=()
   [[ ${CUDA_VISIBLE_DEVICES:-} =~ ^[0-9]+$ ]] && gpu_sel=(-i "$CUDA_VISIBLE_DEVICES")
