@@ -61,9 +61,9 @@
 // tiles (they need registers to keep loads in flight beside GELU's math).
 // What to look for: the report's rows against "cublas" (the sequence), and
 // the cublaslt row beside it, and products_only: where it is near 1.0x the
-// products are the whole time, and only faster products can gain. With --part dx or --part dw one product runs
-// alone, given dP, against cuBLAS's GEMM in the same layout: is a transposed
-// operand read at full speed? With --part train each step runs the forward
+// products are the whole time, and only faster products can gain. With
+// --part dx or --part dw one product runs alone, given dP, against cuBLAS's
+// GEMM in the same layout: is a transposed operand read at full speed? With --part train each step runs the forward
 // first, Z = act(X W + b), bias, activation and P's save in its epilogue,
 // against a framework's Linear + activation + backward. With --part
 // chain the backward starts at an MLP's output: every step first makes
@@ -417,7 +417,8 @@ bool has_relu_mask(const ProblemSize& s) { return part_of(s) == Part::all && act
 constexpr size_t kMaskInput = 4;
 
 // products_only's input: dP = dZ * act'(P) made on the host before timing,
-// after the mask where there is one (--part all only).
+// after the mask where there is one (--part all only). Without the mask it
+// takes the mask's index: read inputs[kMaskInput] only where has_relu_mask.
 bool has_given_dp(const ProblemSize& s) { return part_of(s) == Part::all; }
 size_t given_dp_input(const ProblemSize& s) { return has_relu_mask(s) ? kMaskInput + 1 : kMaskInput; }
 
@@ -734,8 +735,9 @@ void fill_eighths(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t se
 }
 
 // --part all: P (unless fill_relu_mask wrote it) and dZ uniform in [-1, 1)
-// (seeded), and from them the dP that products_only is given, rounded to fp16
-// as the act' pass rounds it.
+// (seeded), and from them the dP that products_only is given: act' in fp64,
+// the product rounded to fp16 (the pass forms it in fp32, so the two can
+// differ by an fp16 ulp here and there: nothing to a bound).
 void fill_given_dp(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t seed) {
   HostTensor& p = in[2];
   HostTensor& dz = in[3];

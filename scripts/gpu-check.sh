@@ -45,7 +45,6 @@ out=${OUT:-$root/gpu-check-out}
 build=${WORKBOOK_BUILD_DIR:-$root/build-gpu}
 bin=$build/bin
 work=$out/gpu-check
-mkdir -p "$work/results" "$work/traces" "$work/logs"
 summary=$out/summary.txt
 failed=0
 
@@ -439,14 +438,17 @@ stages=("$@")
 for s in "${stages[@]}"; do
   declare -F "stage_$s" >/dev/null || { echo "gpu-check: unknown stage '$s' (build tests sanitize lessons ncu compare backward train chain splitk w4a16 sparse_ffn)"; exit 2; }
 done
-# The lessons write the commit their build was configured at into their results: a call without
-# the build stage that names another commit would file them under the wrong one.
+# The lessons write the commit their build was configured at into their results: stages run
+# before (or without) the build stage on a build of another commit would file them under the
+# wrong one. (A build configured before workbook-commit.txt existed is not checked.)
 commit=${WORKBOOK_COMMIT:-$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
-if [[ " ${stages[*]} " != *" build "* ]] && [ -f "$build/workbook-commit.txt" ]; then
+if [ "${stages[0]}" != build ] && [ -f "$build/workbook-commit.txt" ]; then
   built=$(head -n 1 "$build/workbook-commit.txt")
+  built=${built:-unknown}
   [ "$built" = "$commit" ] ||
     { echo "gpu-check: the build in $build is of commit $built, not $commit: run the build stage first (or WORKBOOK_COMMIT=$built)" >&2; exit 2; }
 fi
+mkdir -p "$work/results" "$work/traces" "$work/logs"
 {
   echo "matmul-workbook GPU check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $commit"
   # The GPU the stages run on: the one CUDA_VISIBLE_DEVICES names on a machine of several, else all.

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh holds the commit a call names against the one its build
 # was configured at (build/workbook-commit.txt, which the lessons write into
-# their results): without the build stage, another commit is refused in one
-# line, exit 2, with no summary written; the same commit runs, and the summary
-# names it. Stand-ins for the build's test binaries; no GPU needed.
+# their results): unless the build stage comes first, another commit (named,
+# or git's) is refused in one line, exit 2, with nothing written; the same
+# commit runs, and the summary names it; a build with no recorded commit runs.
+# Stand-ins for the build's test binaries; no GPU needed.
 #   gpu_check_commit.sh REPOSITORY_ROOT
 set -u
 root=$1
+unset GPU_CHECK_GTEST_FILTER GPU_CHECK_LESSONS WORKBOOK_BUILD_DIR WORKBOOK_COMMIT
 failed=0
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
@@ -30,6 +32,25 @@ else
 fi
 [ ! -e "$out/summary.txt" ] || fail "a refused call wrote $out/summary.txt"
 
+# A refusal in one line, exit 2, no summary and not even the output folder: refused "WHAT" ARGS...
+refused() {
+  local what=$1 o=$scratch/refused-$RANDOM
+  shift
+  local err rc
+  err=$(env WORKBOOK_BUILD_DIR="$build" OUT="$o" "$@" 2>&1 >/dev/null)
+  rc=$?
+  if [ $rc -ne 2 ] || [ "$(printf '%s\n' "$err" | wc -l)" -ne 1 ] || [[ $err != "gpu-check: the build in $build is of commit "* ]]; then
+    fail "$what: exit $rc, stderr: $err"
+  else
+    echo "ok: $what: $err"
+  fi
+  [ ! -e "$o" ] || fail "$what: the refused call made $o"
+}
+# The build stage after another: that one would still run on the old build.
+refused "build listed second" WORKBOOK_COMMIT=bbbbbbbbbbbb "$root/scripts/gpu-check.sh" tests build
+# No WORKBOOK_COMMIT: the commit is git's (or unknown without a .git), not the build's.
+refused "the commit from git" "$root/scripts/gpu-check.sh" tests
+
 out=$scratch/same
 WORKBOOK_BUILD_DIR=$build WORKBOOK_COMMIT=aaaaaaaaaaaa OUT=$out "$root/scripts/gpu-check.sh" tests > "$scratch/same.log" 2>&1
 rc=$?
@@ -37,5 +58,15 @@ if [ $rc -ne 0 ] || ! grep -q "commit aaaaaaaaaaaa$" "$out/summary.txt" || ! gre
   fail "the same commit: exit $rc: $(cat "$scratch/same.log")"
 else
   echo "ok: the same commit runs, and the summary names it"
+fi
+# A build configured before workbook-commit.txt existed is not held to any commit.
+rm "$build/workbook-commit.txt"
+out=$scratch/unrecorded
+WORKBOOK_BUILD_DIR=$build WORKBOOK_COMMIT=cccccccccccc OUT=$out "$root/scripts/gpu-check.sh" tests > "$scratch/unrecorded.log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] || ! grep -q "commit cccccccccccc$" "$out/summary.txt"; then
+  fail "no recorded commit: exit $rc: $(cat "$scratch/unrecorded.log")"
+else
+  echo "ok: a build with no recorded commit runs"
 fi
 exit $failed
