@@ -71,6 +71,8 @@ def table(relpath, options):
     lines.append("|" + "---|" * (head.count("|") - 1))
     for v in variants:
         check = "reference" if v.get("reference") else ("pass" if v["passed"] else "FAIL") if v["checked"] else "-"
+        if v.get("bound") and not v.get("reference"):
+            check += " (a bound)"
         what = f" {v['what']} |" if with_what else ""
         lines.append(f"| {v['name']} |{what} {v['median_ms']:.4g} | {v['tflops']:.1f} | "
                      f"{100 * v['vs_cublas']:.1f} | {check} |")
