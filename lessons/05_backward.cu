@@ -48,27 +48,20 @@
 // In steps 1-3 db is fused into the act' pass (it reads dP anyway); the
 // reference, the cuBLAS sequence a framework runs, sums dP in a pass of its own.
 //
-// Why it should be faster: step 1 walks a transposed operand with the same
-// tiles as the forward, but with lesson 02's synchronous loads; step 2 copies
-// any major with TMA and feeds wgmma at full rate; step 3 saves a partly empty
-// wave between the products; step 4 saves the dP pass (6 bytes per element of
-// M x N) but pays inside the products (A as two tensors, act' recomputed by
-// every tile that reads it, fewer stages): whether that pays is what the
-// report shows. Step 5 applies act' once per element, in an epilogue
-// (cheap for ReLU's select; GELU's half of it runs during the k loop instead).
-// Step 6 keeps step 3's pass but hides it: it runs in warps that were idle,
-// while the tensor cores multiply, as long as those warps keep ahead of the
-// tiles (they need registers to keep loads in flight beside GELU's math).
-// What to look for: the report's rows against "cublas" (the sequence), and
-// the cublaslt row beside it, and products_only: where it is near 1.0x the
-// products are the whole time, and only faster products can gain. With
-// --part dx or --part dw one product runs alone, given dP, against cuBLAS's
-// GEMM in the same layout: is a transposed operand read at full speed? With --part train each step runs the forward
-// first, Z = act(X W + b), bias, activation and P's save in its epilogue,
-// against a framework's Linear + activation + backward. With --part
-// chain the backward starts at an MLP's output: every step first makes
-// dZ = dY Vᵀ (V: the second layer's N x K weights), and step 5 applies act'
-// in that product's epilogue: does it pay for ReLU, and for GELU?
+// Why it should be faster: step 1 walks a transposed operand with lesson 02's
+// synchronous loads; step 2 copies any major with TMA and feeds wgmma at full
+// rate; step 3 saves a partly empty wave between the products; step 4 saves
+// the dP pass but pays inside the products (A as two tensors, act' recomputed
+// by every tile); step 5 applies act' once, in an epilogue; step 6 hides step
+// 3's pass in idle warps while the tensor cores multiply.
+// What to look for: each row against "cublas" (the sequence) and cublaslt;
+// products_only near 1.0x means the products are the whole time, and only
+// faster products can gain. --part dx or dw: one product alone, given dP,
+// against cuBLAS's GEMM in the same layout (is a transposed operand read at
+// full speed?). --part train: the forward first (bias, activation and P's
+// save in its epilogue) against a framework's Linear + activation + backward.
+// --part chain: dZ = dY Vᵀ first (V: the next layer's N x K weights), step 5
+// applying act' in that product's epilogue: does it pay for ReLU, for GELU?
 //
 // Preconditions: TMA needs K % 8 == 0 and N % 8 == 0 (other shapes run step
 // 1's kernel, and the report says so); any M >= 1 (at M = 1 dW is an outer
