@@ -688,6 +688,7 @@ struct SplitMix {
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
   }
+  float uniform() { return float(double(next() >> 11) * 0x1.0p-53 * 2.0 - 1.0); }  // in [-1, 1)
 };
 
 // For ReLU: P uniform in [-1, 1) (seeded), and the bitmask a forward would
@@ -700,7 +701,7 @@ void fill_relu_mask(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t 
   for (int64_t r = 0; r < s.m; ++r) {
     std::vector<uint32_t> row(size_t(words), 0);
     for (int64_t c = 0; c < s.n; ++c) {
-      p.set(r, c, float(double(rng.next() >> 11) * 0x1.0p-53 * 2.0 - 1.0));
+      p.set(r, c, rng.uniform());
       if (p.at(r, c) > 0.0f) row[size_t(c / 32)] |= 1u << (c % 32);
     }
     for (int w = 0; w < words; ++w) mask.set_int(r, w, int32_t(row[size_t(w)]));
@@ -738,7 +739,7 @@ void fill_given_dp(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t s
   const int64_t count = int64_t(s.m) * s.n;
   const auto uniform = [&](HostTensor& t, uint64_t salt) {
     SplitMix rng{seed * 0x9E3779B97F4A7C15ull + salt};
-    for (int64_t i = 0; i < count; ++i) t.set(i / s.n, i % s.n, float(double(rng.next() >> 11) * 0x1.0p-53 * 2.0 - 1.0));
+    for (int64_t i = 0; i < count; ++i) t.set(i / s.n, i % s.n, rng.uniform());
   };
   if (!has_relu_mask(s)) uniform(p, 0x9ull);
   uniform(dz, 0xD2ull);
