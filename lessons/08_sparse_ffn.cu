@@ -87,6 +87,7 @@
 #include "08_sparse_ffn/gather_gemm.cuh"
 #include "08_sparse_ffn/gather_streamk.cuh"
 #include "08_sparse_ffn/gather_wgmma.cuh"
+#include "08_sparse_ffn/one_launch.cuh"
 #include "harness/catalog.hpp"
 #include "harness/fp64.hpp"
 #include "harness/gemm_problem.cuh"
@@ -692,6 +693,43 @@ Variant fused(const char* name, const char* what) {
   return v;
 }
 
+// Step 8 (M <= 16): both products in one launch of clusters, one grid-wide
+// wait between them (one_launch.cuh).
+OneLaunchPlan one_launch_plan(const ProblemSize& s) {
+  return plan_one_launch(s.m, model_of(s).d_model, active_of(s), per_of(s));
+}
+Variant one_launch() {
+  Variant v = sparse_variant("one_launch", "M <= 16: both products in one launch, clusters of 4 adding their partial "
+                                           "sums on chip, one grid-wide wait for H");
+  v.min_cc = 90;  // clusters, bulk copies
+  v.skip = [](const ProblemSize& s) { return active_of(s) == 0 ? std::string() : one_launch_plan(s).why_not; };
+  v.workspace_bytes = [](const ProblemSize& s) { return one_launch_workspace_bytes(active_of(s)); };
+  v.launch = [](const Buffers& b, cudaStream_t st) {
+    const Ffn f = ffn_of(b);
+    if (zero_if_none_active(f, st)) return;
+    const OneLaunchPlan q = one_launch_plan(b.size);
+    OneLaunchParams p = q.p;
+    p.x = f.x;
+    p.w1n = f.w1n;
+    p.w2 = f.w2;
+    p.idx = f.idx;
+    p.y = f.y;
+    p.act = f.act;
+    p.swiglu = f.swiglu;
+    launch_one_launch(p, q, b.workspace, st);
+  };
+  v.model = [](const ProblemSize& s, const KernelConfig&, const GpuInfo&) {
+    const OneLaunchPlan q = one_launch_plan(s);
+    char buf[300];
+    std::snprintf(buf, sizeof buf,
+                  "%d clusters of 4 blocks: up %d neurons a cluster (d_model split 4 ways), down %d blocks of %d "
+                  "columns of Y (the neurons split 4 ways); %d stages of %u KiB",
+                  q.clusters, q.p.nu, q.p.col_blocks, q.p.wd, q.p.slots, q.p.slot_bytes / 1024);
+    return std::string(buf);
+  };
+  return v;
+}
+
 std::vector<Variant> variants() {
   return {
       masked_dense(),
@@ -709,6 +747,7 @@ std::vector<Variant> variants() {
       two_pass<Gather::neuron_rows>("split_k_atomic", "split_k with a tile's splits added into one sum by fp32 "
                                                       "atomics (M <= 64 on Hopper): the last bit can change",
                                     true, true),
+      one_launch(),
       compact_cublas(),
   };
 }

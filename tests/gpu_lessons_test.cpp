@@ -582,6 +582,12 @@ TEST_P(SparseFfn, EveryVariantMatchesTheMaskedFfn) {
   int ran = 0;
   for (const VariantResult& v : res.variants) {
     if (v.reference) continue;
+    // Step 8 holds X in one 16-row fragment: above M = 16 it says so and does not run.
+    if (v.name == "one_launch" && c.m > 16) {
+      EXPECT_TRUE(v.skipped) << v.name;
+      EXPECT_NE(v.skip_reason.find("M <= 16"), std::string::npos) << v.skip_reason;
+      continue;
+    }
     ASSERT_FALSE(v.skipped) << v.name << ": " << v.skip_reason;
     ++ran;
     EXPECT_TRUE(v.passed) << v.name << ": rel_err " << v.rel_err << " (masked cuBLAS), " << v.rel_err_fp64
@@ -596,7 +602,7 @@ TEST_P(SparseFfn, EveryVariantMatchesTheMaskedFfn) {
       EXPECT_LT(v.bitwise_diffs, res.header.m * res.header.n / 2) << v.name << ": its sums not zeroed after a launch?";
     EXPECT_GT(v.vs_cublas, 0) << v.name;
   }
-  EXPECT_EQ(ran, 9) << r.out;
+  EXPECT_EQ(ran, c.m > 16 ? 9 : 10) << r.out;
   EXPECT_NE(r.out.find(std::string(c.sparsity) == "1" ? "nothing active" : "ideal speed-up"), std::string::npos)
       << r.out;
   if (std::string(c.sparsity) != "1") {  // the floor: a kernel that only reads the active weights
@@ -615,6 +621,11 @@ const FfnCase kFfnCases[] = {
     // The wide 128 x 256 tile (M <= 128, a product big enough for Stream-K only near s = 0).
     {"llama2-7b", 100, "0", ""},
     {"gpt2", 17, "0", "3071 5 2048 17 1 0 999 64 63 65 3000 1500 128 127 2\n700,701,702"},
+    // Step 8 (one launch, M <= 16): SwiGLU at every neuron (the fewest stages in the ring, so most
+    // of the down product's W2 rows wait for slots), M = 16 at s = 0.5, M = 1, and 17 listed
+    // neurons at M = 5 (most clusters without any).
+    {"llama2-7b-swiglu", 16, "0", ""}, {"llama2-7b", 16, "0.5", ""}, {"llama2-7b", 1, "0.75", ""},
+    {"gpt2", 5, "0", "3071 5 2048 17 1 0 999 64 63 65 3000 1500 128 127 2\n700,701,702"},
 };
 INSTANTIATE_TEST_SUITE_P(Lesson08, SparseFfn, ::testing::ValuesIn(kFfnCases),
                          [](const ::testing::TestParamInfo<FfnCase>& info) {
