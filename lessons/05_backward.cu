@@ -679,11 +679,15 @@ void cublas_sequence(const Buffers& b, cudaStream_t st) {
   if (a.db) launch_act_grad(a, GradPass::sum_only, st);
 }
 
-// splitmix64: the host's seeded random numbers.
+// splitmix64: the host's seeded random numbers. Its state only counts the
+// draws, so the generator `draws` further on is one multiply away: the fills
+// below hand each host thread its own stretch of one sequence.
 struct SplitMix {
+  static constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;
   uint64_t state;
+  SplitMix after(int64_t draws) const { return SplitMix{state + uint64_t(draws) * kGamma}; }
   uint64_t next() {
-    uint64_t z = state += 0x9E3779B97F4A7C15ull;
+    uint64_t z = state += kGamma;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
@@ -697,15 +701,16 @@ void fill_relu_mask(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t 
   HostTensor& p = in[2];
   HostTensor& mask = in[kMaskInput];
   const int words = relu_mask_words(s.n);
-  SplitMix rng{seed * 0x9E3779B97F4A7C15ull + 0x5EEDull};
-  for (int64_t r = 0; r < s.m; ++r) {
+  const SplitMix start{seed * SplitMix::kGamma + 0x5EEDull};
+  on_host_threads(s.m, [&](int64_t r) {
+    SplitMix rng = start.after(r * s.n);
     std::vector<uint32_t> row(size_t(words), 0);
     for (int64_t c = 0; c < s.n; ++c) {
       p.set(r, c, rng.uniform());
       if (p.at(r, c) > 0.0f) row[size_t(c / 32)] |= 1u << (c % 32);
     }
     for (int w = 0; w < words; ++w) mask.set_int(r, w, int32_t(row[size_t(w)]));
-  }
+  });
 }
 
 // --part train with ReLU: ReLU's derivative is P's sign, and a P within the
@@ -718,7 +723,7 @@ void fill_relu_mask(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t 
 bool exact_inputs(const ProblemSize& s) { return is_train(s) && activation_of(s) == Activation::relu; }
 
 void fill_eighths(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t seed) {
-  SplitMix rng{seed * 0x9E3779B97F4A7C15ull + 0xE16ull};
+  SplitMix rng{seed * SplitMix::kGamma + 0xE16ull};
   const auto eighths = [&](HostTensor& t) {
     for (int64_t r = 0; r < t.spec.rows; ++r)
       for (int64_t c = 0; c < t.spec.cols; ++c) t.set(r, c, float(int(rng.next() % 17) - 8) / 8.0f);
@@ -737,14 +742,17 @@ void fill_given_dp(const ProblemSize& s, std::vector<HostTensor>& in, uint64_t s
   HostTensor& dz = in[3];
   HostTensor& dp = in[given_dp_input(s)];
   const int64_t count = int64_t(s.m) * s.n;
+  constexpr int64_t kChunk = 1 << 16;
   const auto uniform = [&](HostTensor& t, uint64_t salt) {
-    SplitMix rng{seed * 0x9E3779B97F4A7C15ull + salt};
-    for (int64_t i = 0; i < count; ++i) t.set(i / s.n, i % s.n, rng.uniform());
+    const SplitMix start{seed * SplitMix::kGamma + salt};
+    on_host_threads((count + kChunk - 1) / kChunk, [&](int64_t c) {
+      SplitMix rng = start.after(c * kChunk);
+      for (int64_t i = c * kChunk; i < std::min(count, (c + 1) * kChunk); ++i) t.set(i / s.n, i % s.n, rng.uniform());
+    });
   };
   if (!has_relu_mask(s)) uniform(p, 0x9ull);
   uniform(dz, 0xD2ull);
   const Activation act = activation_of(s);
-  constexpr int64_t kChunk = 1 << 16;
   on_host_threads((count + kChunk - 1) / kChunk, [&](int64_t c) {
     for (int64_t i = c * kChunk; i < std::min(count, (c + 1) * kChunk); ++i)
       dp.set(i / s.n, i % s.n, float(double(dz.value(i)) * activation_grad<double>(act, double(p.value(i)))));
