@@ -141,6 +141,20 @@ __device__ __forceinline__ void dequant_fragments(uint4 bw, const TileDequant (&
   }
 }
 
+// The same without the scale: q - z, exact in fp16 (the scale is applied to
+// the group's fp32 sums instead).
+__device__ __forceinline__ void dequant_fragments_unscaled(uint4 bw, const TileDequant (&deq)[4], uint32_t (&bf)[8][2]) {
+  const uint32_t words[4] = {bw.x, bw.y, bw.z, bw.w};
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    const uint32_t word = words[w], shifted = word >> 8;
+    bf[2 * w][0] = as_u32(__hsub2(magic_half2<0x000F000Fu, 0x64006400u>(word), __low2half2(deq[w].low)));
+    bf[2 * w][1] = as_u32(__hsub2(magic_half2<0x00F000F0u, 0x54005400u>(word), __low2half2(deq[w].high)));
+    bf[2 * w + 1][0] = as_u32(__hsub2(magic_half2<0x000F000Fu, 0x64006400u>(shifted), __high2half2(deq[w].low)));
+    bf[2 * w + 1][1] = as_u32(__hsub2(magic_half2<0x00F000F0u, 0x54005400u>(shifted), __high2half2(deq[w].high)));
+  }
+}
+
 // Step 1: the GPTQ-packed weights to fp16 W (K x N row-major), one word (8
 // values down a column) per thread, by conversion.
 __global__ void dequant_gptq_kernel(const uint32_t* __restrict__ bq, const __half* __restrict__ scales,

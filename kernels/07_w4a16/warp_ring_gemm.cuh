@@ -18,6 +18,18 @@
 // shared memory, not registers, and cp.async's zero fill (a source size of
 // 0) pads the rows past M and the steps past K, so the math needs no masks.
 //
+// Up to 8 tokens (the tokens as the mma's 8 columns) a group's scale is not
+// applied to each weight: the mma takes q - z, exact in fp16, into sums of
+// the group's own, and at the group's end each sum is multiplied by its
+// column's scale and added to the total (an fma per sum). That drops a half2
+// multiply for every two weights (4 of a word's 13 instructions) for 16 fmas
+// a group; on an H200 it took 1 x 16384 x 16384 from 44.8 to 40.4 us and the
+// other M <= 8 shapes 3-8% (docs/notes/07_w4a16.md). The products then use
+// (q - z) s exactly rather than its fp16 rounding, so the result differs from
+// cuBLAS on the dequantized weights by that rounding (well inside the check).
+// Beyond 8 tokens the group's sums would take 32 more registers a thread,
+// more than two blocks an SM leave, so the scale stays in the unpacking.
+//
 // The split and the adding are step 6's: a warp owns a 64-column strip and a
 // contiguous range of its groups, the block's warps and a cluster's blocks
 // split the strip's k, and their sums are added in order in shared memory and
@@ -68,6 +80,8 @@ constexpr int ring_smem_bytes() {
 
 template <class S>
 __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int splits) {
+  // Up to 8 tokens a group's scales multiply its fp32 sums (see the top).
+  constexpr bool SCALE_AFTER = S::SWAP;
   extern __shared__ __align__(16) unsigned char ring_smem[];
   WarpRing<S>* rings = reinterpret_cast<WarpRing<S>*>(ring_smem);
   // After the loop the warps' partial sums and the block's sum reuse the
@@ -149,6 +163,7 @@ __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int sp
     cp_async_commit_group();
   }
   TileDequant deq[4];
+  float accg[4][4];  // SCALE_AFTER: the group's sums, before its scales
   int slot = 0;
   for (int s0 = s_begin; s0 < s_stop; s0 += S::GSTEPS) {
 #pragma unroll
@@ -163,9 +178,18 @@ __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int sp
         deq[1] = tile_dequant(as_half2(ze.y), as_half2(sc.y));
         deq[2] = tile_dequant(as_half2(ze.z), as_half2(sc.z));
         deq[3] = tile_dequant(as_half2(ze.w), as_half2(sc.w));
+        if constexpr (SCALE_AFTER) {
+#pragma unroll
+          for (int w = 0; w < 4; ++w)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) accg[w][e] = 0.0f;
+        }
       }
       uint32_t bf[8][2];
-      dequant_fragments(r.w[slot][lane], deq, bf);
+      if constexpr (SCALE_AFTER)
+        dequant_fragments_unscaled(r.w[slot][lane], deq, bf);
+      else
+        dequant_fragments(r.w[slot][lane], deq, bf);
       const uint32_t a_address = shared_address(&r.a[slot][lm_row][ring_chunk(lm_row, lm_chunk)]);
       if constexpr (S::SWAP) {
         uint32_t xb[2];
@@ -173,7 +197,19 @@ __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int sp
 #pragma unroll
         for (int w = 0; w < 4; ++w) {
           const uint32_t wa[4] = {bf[2 * w][0], bf[2 * w + 1][0], bf[2 * w][1], bf[2 * w + 1][1]};
-          mma_m16n8k16_f32(acc[w], wa, xb);
+          mma_m16n8k16_f32(SCALE_AFTER ? accg[w] : acc[w], wa, xb);
+        }
+        if constexpr (SCALE_AFTER) {
+          if (u == S::GSTEPS - 1) {  // the group's sums times its scales: rows g (low) and g + 8 (high)
+#pragma unroll
+            for (int w = 0; w < 4; ++w) {
+              const float2 sc = __half22float2(deq[w].scale);
+              acc[w][0] = fmaf(accg[w][0], sc.x, acc[w][0]);
+              acc[w][1] = fmaf(accg[w][1], sc.x, acc[w][1]);
+              acc[w][2] = fmaf(accg[w][2], sc.y, acc[w][2]);
+              acc[w][3] = fmaf(accg[w][3], sc.y, acc[w][3]);
+            }
+          }
         }
       } else {
         uint32_t xa[4];
