@@ -117,41 +117,32 @@ __device__ __forceinline__ TileDequant tile_dequant(__half2 zeros, __half2 scale
 }
 
 
+// SCALED = false leaves the scale out: q - z, exact in fp16 (step 7 applies
+// the scale to a group's fp32 sums instead).
+template <bool SCALED = true>
 __device__ __forceinline__ void dequant_word(uint32_t word, const TileDequant& d, uint32_t (&pairs)[4]) {
   const uint32_t shifted = word >> 8;
   const __half2 s0 = __low2half2(d.scale), s1 = __high2half2(d.scale);
-  pairs[0] = as_u32(__hmul2(__hsub2(magic_half2<0x000F000Fu, 0x64006400u>(word), __low2half2(d.low)), s0));
-  pairs[1] = as_u32(__hmul2(__hsub2(magic_half2<0x00F000F0u, 0x54005400u>(word), __low2half2(d.high)), s0));
-  pairs[2] = as_u32(__hmul2(__hsub2(magic_half2<0x000F000Fu, 0x64006400u>(shifted), __high2half2(d.low)), s1));
-  pairs[3] = as_u32(__hmul2(__hsub2(magic_half2<0x00F000F0u, 0x54005400u>(shifted), __high2half2(d.high)), s1));
+  const auto scaled = [](__half2 q, __half2 s) { return as_u32(SCALED ? __hmul2(q, s) : q); };
+  pairs[0] = scaled(__hsub2(magic_half2<0x000F000Fu, 0x64006400u>(word), __low2half2(d.low)), s0);
+  pairs[1] = scaled(__hsub2(magic_half2<0x00F000F0u, 0x54005400u>(word), __low2half2(d.high)), s0);
+  pairs[2] = scaled(__hsub2(magic_half2<0x000F000Fu, 0x64006400u>(shifted), __high2half2(d.low)), s1);
+  pairs[3] = scaled(__hsub2(magic_half2<0x00F000F0u, 0x54005400u>(shifted), __high2half2(d.high)), s1);
 }
 
 // A lane's 16 shuffled bytes of one k step to its B fragments for the strip's
 // 8 column tiles (schedule/q4.hpp): word w holds tiles 2 w and 2 w + 1.
+template <bool SCALED = true>
 __device__ __forceinline__ void dequant_fragments(uint4 bw, const TileDequant (&deq)[4], uint32_t (&bf)[8][2]) {
   const uint32_t words[4] = {bw.x, bw.y, bw.z, bw.w};
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
     uint32_t pairs[4];
-    dequant_word(words[w], deq[w], pairs);
+    dequant_word<SCALED>(words[w], deq[w], pairs);
     bf[2 * w][0] = pairs[0];
     bf[2 * w][1] = pairs[1];
     bf[2 * w + 1][0] = pairs[2];
     bf[2 * w + 1][1] = pairs[3];
-  }
-}
-
-// The same without the scale: q - z, exact in fp16 (the scale is applied to
-// the group's fp32 sums instead).
-__device__ __forceinline__ void dequant_fragments_unscaled(uint4 bw, const TileDequant (&deq)[4], uint32_t (&bf)[8][2]) {
-  const uint32_t words[4] = {bw.x, bw.y, bw.z, bw.w};
-#pragma unroll
-  for (int w = 0; w < 4; ++w) {
-    const uint32_t word = words[w], shifted = word >> 8;
-    bf[2 * w][0] = as_u32(__hsub2(magic_half2<0x000F000Fu, 0x64006400u>(word), __low2half2(deq[w].low)));
-    bf[2 * w][1] = as_u32(__hsub2(magic_half2<0x00F000F0u, 0x54005400u>(word), __low2half2(deq[w].high)));
-    bf[2 * w + 1][0] = as_u32(__hsub2(magic_half2<0x000F000Fu, 0x64006400u>(shifted), __high2half2(deq[w].low)));
-    bf[2 * w + 1][1] = as_u32(__hsub2(magic_half2<0x00F000F0u, 0x54005400u>(shifted), __high2half2(deq[w].high)));
   }
 }
 

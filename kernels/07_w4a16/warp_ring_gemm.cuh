@@ -186,10 +186,7 @@ __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int sp
         }
       }
       uint32_t bf[8][2];
-      if constexpr (SCALE_AFTER)
-        dequant_fragments_unscaled(r.w[slot][lane], deq, bf);
-      else
-        dequant_fragments(r.w[slot][lane], deq, bf);
+      dequant_fragments<!SCALE_AFTER>(r.w[slot][lane], deq, bf);
       const uint32_t a_address = shared_address(&r.a[slot][lm_row][ring_chunk(lm_row, lm_chunk)]);
       if constexpr (S::SWAP) {
         uint32_t xb[2];
