@@ -41,10 +41,8 @@
 //                           a range of its k steps, the sums added in shared memory,
 //                           then across a cluster
 //   step 7  warp_ring       (Hopper) step 6 with each warp's ring in shared memory, one
-//                           cp.async commit group a step, waited for step by step; the
-//                           warp's lanes meet at __syncwarp, never at a block barrier;
-//                           up to M = 8 a group's scales multiply its fp32 sums, not
-//                           each weight (the mma takes q - z, exact in fp16)
+//                           cp.async group a step, waited for step by step; lanes meet at
+//                           __syncwarp; up to M = 8 the scales go on the fp32 sums
 //   step 8  narrow          (M <= 16) strips of 16 columns (the weights as the mma's 16
 //                           rows), a block each, its 8 warps splitting K and adding at
 //                           one block barrier; a lane's 16 bytes are its fragments for
@@ -58,8 +56,8 @@
 // or a workspace behind a fence); step 6 drops the block-wide pipeline, which
 // nothing needs when no byte a block copies is read twice (M <= 16); step 7
 // lets a warp wait for one step while the next seven are still coming, where
-// step 6's loads, sharing one scoreboard, were waited for all at once, and
-// scaling sums instead of weights drops a quarter of the unpacking; step 8's
+// step 6's loads, sharing one scoreboard, were waited for all at once (and
+// scaling sums, not weights, drops a quarter of the unpacking); step 8's
 // strips fill the GPU at N = 4096 unsplit: one block barrier adds (docs/notes).
 // What to look for: each variant's % of the copy's bandwidth, counting the
 // bytes it must read (int4 weights, scales, zeros, A, C); vs cuBLAS fp16;
