@@ -80,8 +80,6 @@ constexpr int ring_smem_bytes() {
 
 template <class S>
 __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int splits) {
-  // Up to 8 tokens a group's scales multiply its fp32 sums (see the top).
-  constexpr bool SCALE_AFTER = S::SWAP;
   extern __shared__ __align__(16) unsigned char ring_smem[];
   WarpRing<S>* rings = reinterpret_cast<WarpRing<S>*>(ring_smem);
   // After the loop the warps' partial sums and the block's sum reuse the
@@ -163,7 +161,7 @@ __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int sp
     cp_async_commit_group();
   }
   TileDequant deq[4];
-  float accg[4][4];  // SCALE_AFTER: the group's sums, before its scales
+  float accg[4][4];  // swapped (M <= 8): the group's sums, before its scales (see the top)
   int slot = 0;
   for (int s0 = s_begin; s0 < s_stop; s0 += S::GSTEPS) {
 #pragma unroll
@@ -178,7 +176,7 @@ __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int sp
         deq[1] = tile_dequant(as_half2(ze.y), as_half2(sc.y));
         deq[2] = tile_dequant(as_half2(ze.z), as_half2(sc.z));
         deq[3] = tile_dequant(as_half2(ze.w), as_half2(sc.w));
-        if constexpr (SCALE_AFTER) {
+        if constexpr (S::SWAP) {
 #pragma unroll
           for (int w = 0; w < 4; ++w)
 #pragma unroll
@@ -186,7 +184,7 @@ __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int sp
         }
       }
       uint32_t bf[8][2];
-      dequant_fragments<!SCALE_AFTER>(r.w[slot][lane], deq, bf);
+      dequant_fragments<!S::SWAP>(r.w[slot][lane], deq, bf);  // swapped: q - z, unscaled
       const uint32_t a_address = shared_address(&r.a[slot][lm_row][ring_chunk(lm_row, lm_chunk)]);
       if constexpr (S::SWAP) {
         uint32_t xb[2];
@@ -194,18 +192,16 @@ __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int sp
 #pragma unroll
         for (int w = 0; w < 4; ++w) {
           const uint32_t wa[4] = {bf[2 * w][0], bf[2 * w + 1][0], bf[2 * w][1], bf[2 * w + 1][1]};
-          mma_m16n8k16_f32(SCALE_AFTER ? accg[w] : acc[w], wa, xb);
+          mma_m16n8k16_f32(accg[w], wa, xb);
         }
-        if constexpr (SCALE_AFTER) {
-          if (u == S::GSTEPS - 1) {  // the group's sums times its scales: rows g (low) and g + 8 (high)
+        if (u == S::GSTEPS - 1) {  // the group's sums times its scales: rows g (low) and g + 8 (high)
 #pragma unroll
-            for (int w = 0; w < 4; ++w) {
-              const float2 sc = __half22float2(deq[w].scale);
-              acc[w][0] = fmaf(accg[w][0], sc.x, acc[w][0]);
-              acc[w][1] = fmaf(accg[w][1], sc.x, acc[w][1]);
-              acc[w][2] = fmaf(accg[w][2], sc.y, acc[w][2]);
-              acc[w][3] = fmaf(accg[w][3], sc.y, acc[w][3]);
-            }
+          for (int w = 0; w < 4; ++w) {
+            const float2 sc = __half22float2(deq[w].scale);
+            acc[w][0] = fmaf(accg[w][0], sc.x, acc[w][0]);
+            acc[w][1] = fmaf(accg[w][1], sc.x, acc[w][1]);
+            acc[w][2] = fmaf(accg[w][2], sc.y, acc[w][2]);
+            acc[w][3] = fmaf(accg[w][3], sc.y, acc[w][3]);
           }
         }
       } else {
