@@ -42,7 +42,7 @@
 //                           then across a cluster
 //   step 7  warp_ring       (Hopper) step 6 with each warp's ring in shared memory, one
 //                           cp.async group a step, waited for step by step; lanes meet at
-//                           __syncwarp; up to M = 8 the scales go on the fp32 sums
+//                           __syncwarp; the scales go on the fp32 sums (16 tokens: two mma)
 //   step 8  narrow          (M <= 16) strips of 16 columns (the weights as the mma's 16
 //                           rows), a block each, its 8 warps splitting K and adding at
 //                           one block barrier; a lane's 16 bytes are its fragments for

@@ -122,13 +122,13 @@ __device__ __forceinline__ void add_strip_in_order(const Acc& acc, float (*part)
   const int g = lane / 4, t = lane % 4;
   float(*mine)[S::PART_LD] = part[tid / 32];
 #pragma unroll
-  for (int i = 0; i < (S::SWAP ? 4 : 8); ++i)
+  for (int i = 0; i < (S::SWAP ? 4 * S::ROWS / 8 : 8); ++i)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       int row, col;
-      if constexpr (S::SWAP) {
-        row = 2 * t + (e & 1);
-        col = 16 * i + g + 8 * (e >> 1);
+      if constexpr (S::SWAP) {  // quad i: tokens 8 (i / 4) on, columns 16 (i % 4) on
+        row = 8 * (i / 4) + 2 * t + (e & 1);
+        col = 16 * (i % 4) + g + 8 * (e >> 1);
       } else {
         row = g + 8 * (e >> 1);
         col = 8 * i + 2 * t + (e & 1);

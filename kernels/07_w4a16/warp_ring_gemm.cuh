@@ -18,17 +18,19 @@
 // shared memory, not registers, and cp.async's zero fill (a source size of
 // 0) pads the rows past M and the steps past K, so the math needs no masks.
 //
-// Up to 8 tokens (the tokens as the mma's 8 columns) a group's scale is not
-// applied to each weight: the mma takes q - z, exact in fp16, into sums of
-// the group's own, and at the group's end each sum is multiplied by its
-// column's scale and added to the total (an fma per sum). That drops a half2
-// multiply for every two weights (4 of a word's 13 instructions) for 16 fmas
-// a group; on an H200 it took 1 x 16384 x 16384 from 44.8 to 40.4 us and the
-// other M <= 8 shapes 3-8% (docs/notes/07_w4a16.md). The products then use
-// (q - z) s exactly rather than its fp16 rounding, so the result differs from
-// cuBLAS on the dequantized weights by that rounding (well inside the check).
-// Beyond 8 tokens the group's sums would take 32 more registers a thread,
-// more than two blocks an SM leave, so the scale stays in the unpacking.
+// The weights are the mma's 16 rows and the tokens its 8 columns: a block
+// takes 8 tokens (M <= 8) or 16, and then each unpacked fragment feeds two
+// mma, one per 8 tokens. A group's scale is not applied to each weight: the
+// mma takes q - z, exact in fp16, into sums of the group's own, and at the
+// group's end each sum is multiplied by its column's scale and added to the
+// total (an fma per sum). That drops a half2 multiply for every two weights
+// (4 of a word's 13 instructions) for an fma per sum a group; on an H200 it
+// took 1 x 16384 x 16384 from 44.8 to 40.4 us, and 16 tokens this way (in
+// place of the tokens as the mma's rows, scaled in the unpacking) took
+// 16 x 16384 x 16384 from 53.4 to 50.3 (docs/notes/07_w4a16.md). The
+// products then use (q - z) s exactly rather than its fp16 rounding, so the
+// result differs from cuBLAS on the dequantized weights by that rounding
+// (well inside the check).
 //
 // The split and the adding are step 6's: a warp owns a 64-column strip and a
 // contiguous range of its groups, the block's warps and a cluster's blocks
@@ -45,16 +47,22 @@
 
 namespace wb::w4a16 {
 
-template <bool SWAP_, int WARPS_, int U_, int GSTEPS_>
+template <int ROWS_, int WARPS_, int U_, int GSTEPS_>
 struct RingShape {
-  static constexpr bool SWAP = SWAP_;          // tokens as the mma's 8 columns (M <= 8)
-  static constexpr int ROWS = SWAP ? 8 : 16;   // tokens a block takes
+  static constexpr bool SWAP = true;           // tokens as the mma's 8 columns (add_strip_in_order's layout)
+  static constexpr int ROWS = ROWS_;           // tokens a block takes: 8 or 16
+  static constexpr int HALVES = ROWS / 8;      // the mma a weight fragment feeds, 8 tokens each
+  static constexpr int ACC = 4 * HALVES;       // a lane's accumulator quads
   static constexpr int WARPS = WARPS_;         // a block: one strip, WARPS k ranges
   static constexpr int THREADS = WARPS * 32;
   static constexpr int U = U_;                 // k steps a warp keeps in flight
   static constexpr int GSTEPS = GSTEPS_;       // k steps per group (G / 16): the unit of the split
   static constexpr int COLS = q4::kStripColumns;
   static constexpr int PART_LD = strip_part_ld(SWAP);
+  // With 16 tokens the two sets of sums (the group's and the total) fill 128
+  // registers a thread, and blocks of 8 warps must still fit two an SM.
+  static constexpr int MIN_BLOCKS = ROWS == 16 ? 16 / WARPS : 1;
+  static_assert(ROWS == 8 || ROWS == 16, "a block takes 8 or 16 tokens");
 };
 
 // A warp's ring: U steps of weights and activations, and the scales and zero
@@ -79,7 +87,7 @@ constexpr int ring_smem_bytes() {
 }
 
 template <class S>
-__global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int splits) {
+__global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS) ring_w4_kernel(W4Args p, int splits) {
   extern __shared__ __align__(16) unsigned char ring_smem[];
   WarpRing<S>* rings = reinterpret_cast<WarpRing<S>*>(ring_smem);
   // After the loop the warps' partial sums and the block's sum reuse the
@@ -141,15 +149,17 @@ __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int sp
     }
   };
   // Where this lane points ldmatrix: matrix j = lane / 8, its row lane % 8;
-  // swapped, matrices 0 and 1 are k 0-7 and 8-15 of the 8 rows; unswapped,
-  // rows 0-7 and 8-15 of k 0-7, then of k 8-15 (the mma's a0..a3).
+  // matrices 0 and 1 are k 0-7 and 8-15 of tokens 0-7 (the mma's b0, b1),
+  // matrices 2 and 3 the same of tokens 8-15 (with 8 tokens, ldmatrix .x2
+  // reads the first two only).
   const int lm_j = lane / 8, lm_i = lane % 8;
-  const int lm_row = S::SWAP ? lm_i : lm_i + 8 * (lm_j % 2);
-  const int lm_chunk = S::SWAP ? lm_j % 2 : lm_j / 2;
+  const int lm_row = S::HALVES == 2 ? lm_i + 8 * (lm_j / 2) : lm_i;
+  const int lm_chunk = lm_j % 2;
 
-  float acc[S::SWAP ? 4 : 8][4];
+  // Quad i: columns 16 (i % 4) + g and + 8, tokens 8 (i / 4) + 2 t and + 1.
+  float acc[S::ACC][4];
 #pragma unroll
-  for (int i = 0; i < (S::SWAP ? 4 : 8); ++i)
+  for (int i = 0; i < S::ACC; ++i)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc[i][e] = 0.0f;
 
@@ -161,7 +171,7 @@ __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int sp
     cp_async_commit_group();
   }
   TileDequant deq[4];
-  float accg[4][4];  // swapped (M <= 8): the group's sums, before its scales (see the top)
+  float accg[S::ACC][4];  // the group's sums, before its scales (see the top)
   int slot = 0;
   for (int s0 = s_begin; s0 < s_stop; s0 += S::GSTEPS) {
 #pragma unroll
@@ -176,39 +186,37 @@ __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int sp
         deq[1] = tile_dequant(as_half2(ze.y), as_half2(sc.y));
         deq[2] = tile_dequant(as_half2(ze.z), as_half2(sc.z));
         deq[3] = tile_dequant(as_half2(ze.w), as_half2(sc.w));
-        if constexpr (S::SWAP) {
 #pragma unroll
-          for (int w = 0; w < 4; ++w)
+        for (int i = 0; i < S::ACC; ++i)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) accg[w][e] = 0.0f;
-        }
+          for (int e = 0; e < 4; ++e) accg[i][e] = 0.0f;
       }
       uint32_t bf[8][2];
-      dequant_fragments<!S::SWAP>(r.w[slot][lane], deq, bf);  // swapped: q - z, unscaled
+      dequant_fragments<false>(r.w[slot][lane], deq, bf);  // q - z, unscaled
       const uint32_t a_address = shared_address(&r.a[slot][lm_row][ring_chunk(lm_row, lm_chunk)]);
-      if constexpr (S::SWAP) {
-        uint32_t xb[2];
-        ldmatrix_x2(xb, a_address);
-#pragma unroll
-        for (int w = 0; w < 4; ++w) {
-          const uint32_t wa[4] = {bf[2 * w][0], bf[2 * w + 1][0], bf[2 * w][1], bf[2 * w + 1][1]};
-          mma_m16n8k16_f32(accg[w], wa, xb);
-        }
-        if (u == S::GSTEPS - 1) {  // the group's sums times its scales: rows g (low) and g + 8 (high)
-#pragma unroll
-          for (int w = 0; w < 4; ++w) {
-            const float2 sc = __half22float2(deq[w].scale);
-            acc[w][0] = fmaf(accg[w][0], sc.x, acc[w][0]);
-            acc[w][1] = fmaf(accg[w][1], sc.x, acc[w][1]);
-            acc[w][2] = fmaf(accg[w][2], sc.y, acc[w][2]);
-            acc[w][3] = fmaf(accg[w][3], sc.y, acc[w][3]);
-          }
-        }
+      uint32_t xb[S::HALVES][2];  // tokens 8 h to 8 h + 7
+      if constexpr (S::HALVES == 1) {
+        ldmatrix_x2(xb[0], a_address);
       } else {
-        uint32_t xa[4];
-        ldmatrix_x4(xa, a_address);
+        uint32_t x4[4];
+        ldmatrix_x4(x4, a_address);
+        xb[0][0] = x4[0], xb[0][1] = x4[1], xb[1][0] = x4[2], xb[1][1] = x4[3];
+      }
 #pragma unroll
-        for (int tile_n = 0; tile_n < 8; ++tile_n) mma_m16n8k16_f32(acc[tile_n], xa, bf[tile_n]);
+      for (int w = 0; w < 4; ++w) {
+        const uint32_t wa[4] = {bf[2 * w][0], bf[2 * w + 1][0], bf[2 * w][1], bf[2 * w + 1][1]};
+#pragma unroll
+        for (int h = 0; h < S::HALVES; ++h) mma_m16n8k16_f32(accg[4 * h + w], wa, xb[h]);
+      }
+      if (u == S::GSTEPS - 1) {  // the group's sums times its scales: columns g (low) and g + 8 (high)
+#pragma unroll
+        for (int i = 0; i < S::ACC; ++i) {
+          const float2 sc = __half22float2(deq[i % 4].scale);
+          acc[i][0] = fmaf(accg[i][0], sc.x, acc[i][0]);
+          acc[i][1] = fmaf(accg[i][1], sc.x, acc[i][1]);
+          acc[i][2] = fmaf(accg[i][2], sc.y, acc[i][2]);
+          acc[i][3] = fmaf(accg[i][3], sc.y, acc[i][3]);
+        }
       }
       // The slot's values are in registers and used: refill it with step s + U.
       if (s + S::U < s_stop) issue(slot, s + S::U);
@@ -230,24 +238,24 @@ __global__ void __launch_bounds__(S::THREADS, 1) ring_w4_kernel(W4Args p, int sp
 
 // Eight steps in flight per warp; blocks of 16 warps (one an SM) or of 8 (two
 // or three an SM), as the plan chooses.
-template <bool SWAP, int WARPS, int GSTEPS>
-using RingFor = RingShape<SWAP, WARPS, 8, GSTEPS>;
+template <int ROWS, int WARPS, int GSTEPS>
+using RingFor = RingShape<ROWS, WARPS, 8, GSTEPS>;
 
 template <class F>
 decltype(auto) with_ring_shape(int m, int group_size, int warps, F&& f) {
-  auto by_warps = [&](auto swap, auto gsteps) -> decltype(auto) {
-    constexpr bool SW = decltype(swap)::value;
+  auto by_warps = [&](auto rows, auto gsteps) -> decltype(auto) {
+    constexpr int R = decltype(rows)::value;
     constexpr int GS = decltype(gsteps)::value;
-    if (warps == 16) return f(RingFor<SW, 16, GS>{});
-    return f(RingFor<SW, 8, GS>{});
+    if (warps == 16) return f(RingFor<R, 16, GS>{});
+    return f(RingFor<R, 8, GS>{});
   };
-  auto by_group = [&](auto swap) -> decltype(auto) {
-    if (group_size == 32) return by_warps(swap, std::integral_constant<int, 2>{});
-    if (group_size == 64) return by_warps(swap, std::integral_constant<int, 4>{});
-    return by_warps(swap, std::integral_constant<int, 8>{});
+  auto by_group = [&](auto rows) -> decltype(auto) {
+    if (group_size == 32) return by_warps(rows, std::integral_constant<int, 2>{});
+    if (group_size == 64) return by_warps(rows, std::integral_constant<int, 4>{});
+    return by_warps(rows, std::integral_constant<int, 8>{});
   };
-  if (m <= 8) return by_group(std::true_type{});
-  return by_group(std::false_type{});
+  if (m <= 8) return by_group(std::integral_constant<int, 8>{});
+  return by_group(std::integral_constant<int, 16>{});
 }
 
 // The kernel, allowed its shared memory (once per shape).
@@ -306,8 +314,7 @@ splitk::SplitKPlanned ring_plan_with(int m, int n, int k, int wanted) {
 // in blocks of 16 warps if one per SM is enough, else of 8 (two or three an
 // SM); never so many warps that some would have no group to read.
 inline splitk::SplitKPlanned plan_ring(int m, int n, int k, int group_size, int requested) {
-  const bool swap = m <= 8;
-  const int64_t tiles = int64_t(ceil_div(m, swap ? 8 : 16)) * ceil_div(n, q4::kStripColumns);
+  const int64_t tiles = int64_t(ceil_div(m, m <= 8 ? 8 : 16)) * ceil_div(n, q4::kStripColumns);
   const int groups = int((q4::padded_k(k) + group_size - 1) / group_size);
   auto one_wave = [&](int warps, int split) {
     return split * warps <= groups &&
