@@ -57,7 +57,7 @@
 // nothing needs when no byte a block copies is read twice (M <= 16); step 7
 // lets a warp wait for one step while the next seven are still coming, where
 // step 6's loads, sharing one scoreboard, were waited for all at once (and
-// scaling sums, not weights, drops a quarter of the unpacking); step 8's
+// scaling sums, not weights, drops 4 of 13 unpacking instructions); step 8's
 // strips fill the GPU at N = 4096 unsplit: one block barrier adds (docs/notes).
 // What to look for: each variant's % of the copy's bandwidth, counting the
 // bytes it must read (int4 weights, scales, zeros, A, C); vs cuBLAS fp16;

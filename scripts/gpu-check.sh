@@ -127,7 +127,7 @@ stage_sanitize() {
     # Lesson 07: K a multiple of the group size; odd N, G = 32, splits forced (the semaphores and the
     # last-block counters), M above 32 (two m tiles of the shuffled kernel), K that leaves the last 128-deep slice half empty,
     # clusters of 16 blocks reading each other's shared memory, and warp_ring's blocks of 16 warps (one an SM,
-    # swapped in clusters of 2 at 1 x 4096 x 4096, unswapped at 16 x 8192 x 2048; the small shapes take blocks of 8).
+    # swapped in clusters of 2 at 1 x 4096 x 4096, 16 tokens a block at 16 x 8192 x 2048; the small shapes take blocks of 8).
     [ "$l" = lesson07_w4a16 ] && shapes=("3 136 256" "17 1001 2048 --group-size 32" "1 4104 1024 --split-k 7" "9 2000 2080 --group-size 32" "8 520 1984 --group-size 64"
                                          "70 520 512 --group-size 64 --split-k 3" "5 1000 4096 --split-k 16"
                                          "1 4096 4096" "16 8192 2048")

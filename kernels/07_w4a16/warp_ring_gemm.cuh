@@ -59,8 +59,9 @@ struct RingShape {
   static constexpr int GSTEPS = GSTEPS_;       // k steps per group (G / 16): the unit of the split
   static constexpr int COLS = q4::kStripColumns;
   static constexpr int PART_LD = strip_part_ld(SWAP);
-  // With 16 tokens the two sets of sums (the group's and the total) fill 128
-  // registers a thread, and blocks of 8 warps must still fit two an SM.
+  // With 16 tokens the two sets of sums (the group's and the total, 64
+  // registers) bring a thread to the 128 that two blocks of 8 warps an SM
+  // allow; left unbounded, ptxas takes 140 and one block fits.
   static constexpr int MIN_BLOCKS = ROWS == 16 ? 16 / WARPS : 1;
   static_assert(ROWS == 8 || ROWS == 16, "a block takes 8 or 16 tokens");
 };
@@ -237,7 +238,7 @@ __global__ void __launch_bounds__(S::THREADS, S::MIN_BLOCKS) ring_w4_kernel(W4Ar
 // ---------------------------------------------------------------- host side
 
 // Eight steps in flight per warp; blocks of 16 warps (one an SM) or of 8 (two
-// or three an SM), as the plan chooses.
+// an SM), as the plan chooses.
 template <int ROWS, int WARPS, int GSTEPS>
 using RingFor = RingShape<ROWS, WARPS, 8, GSTEPS>;
 
@@ -311,8 +312,8 @@ splitk::SplitKPlanned ring_plan_with(int m, int n, int k, int wanted) {
 // what costs is not how the bytes are shared out but each wave (its rings
 // fill anew) and each split (a cluster's adding). So: the smallest split whose
 // blocks cover the SMs in one wave (else the largest that is still one wave),
-// in blocks of 16 warps if one per SM is enough, else of 8 (two or three an
-// SM); never so many warps that some would have no group to read.
+// in blocks of 16 warps if one per SM is enough, else of 8 (two an SM);
+// never so many warps that some would have no group to read.
 inline splitk::SplitKPlanned plan_ring(int m, int n, int k, int group_size, int requested) {
   const int64_t tiles = int64_t(ceil_div(m, m <= 8 ? 8 : 16)) * ceil_div(n, q4::kStripColumns);
   const int groups = int((q4::padded_k(k) + group_size - 1) / group_size);
