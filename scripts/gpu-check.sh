@@ -226,12 +226,15 @@ stage_lessons() {
           --trace "$work/traces/lesson06_splitk.$v.json.gz" || rc=1
     done
   fi
-  # Lesson 07 at M = 1, N = K = 4096: each kernel's split and k ranges.
+  # Lesson 07 at M = 1, N = K = 4096: each kernel's split and k ranges; and step 7 at
+  # 16 x 16384 x 16384: 256 strips on 132 SMs, two blocks an SM, the older one first.
   if have lesson07_w4a16; then
-    for v in paper lop3 shuffled serial in_order cluster; do
+    for v in paper lop3 shuffled serial in_order cluster direct warp_ring narrow; do
       "$bin/lesson07_w4a16" --variant $v --reps 9 --rounds 3 --m 1 --n 4096 --k 4096 \
           --trace "$work/traces/lesson07_w4a16.$v.json.gz" || rc=1
     done
+    "$bin/lesson07_w4a16" --variant warp_ring --reps 9 --rounds 3 --m 16 --n 16384 --k 16384 \
+        --trace "$work/traces/lesson07_w4a16.warp_ring.m16-16384.json.gz" || rc=1
   fi
   # Lesson 08 at its default (Llama-2-7B, M = 16, s = 0.75): the neurons each unit gathered;
   # and split_k at M = 512, s = 0.5: the Stream-K kernel's blocks sharing the gathered tiles.
